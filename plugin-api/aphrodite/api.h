@@ -33,6 +33,7 @@ typedef struct aph_http_request {
   const aph_http_header* headers;
   const char* request_id; /* also sent back as the X-Request-Id header */
   const char* api_key;    /* the key that authenticated, or "" if none was needed */
+  const char* remote_addr; /* the peer's address ("127.0.0.1"), for scoping per client */
 } aph_http_request;
 
 /* The connection, for one request. Called on the handler's thread only. A

@@ -1,0 +1,213 @@
+// Compiled with -mavx2 -mfma -mf16c (see CMakeLists.txt) and only entered
+// after a run-time CPU check. Kept free of inline library templates so no
+// AVX2 code can leak into code paths of older CPUs through ODR merging.
+#include "plugins/quant-gguf/cpu/dot.hpp"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+namespace aph::gguf {
+
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 32 products w*x summed pairwise into 8 int32 lanes: lanes 0-3 cover bytes
+// 0-15 and lanes 4-7 bytes 16-31. maddubs wants unsigned*signed, so the sign
+// of w moves onto x.
+inline __m256i dot32(__m256i w, __m256i x) {
+  __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+float dot_g32(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k) {
+  __m256 acc = _mm256_setzero_ps();
+  float accb = 0.0f;
+  for (int64_t g = 0; g < k / 32; ++g) {
+    __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * g));
+    __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * g));
+    __m256 s = _mm256_cvtepi32_ps(dot32(w, xv));
+    acc = _mm256_fmadd_ps(s, _mm256_set1_ps(a[g] * x.d[g]), acc);
+    accb += b[g] * (x.s16[2 * g] + x.s16[2 * g + 1]);
+  }
+  return hsum(acc) + accb;
+}
+
+float dot_g16(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k) {
+  __m256 acc = _mm256_setzero_ps();
+  float accb = 0.0f;
+  for (int64_t g = 0; g < k / 32; ++g) {
+    __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * g));
+    __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * g));
+    __m256 s = _mm256_cvtepi32_ps(dot32(w, xv));
+    __m256 scale = _mm256_set_m128(_mm_set1_ps(a[2 * g + 1] * x.d[g]), _mm_set1_ps(a[2 * g] * x.d[g]));
+    acc = _mm256_fmadd_ps(s, scale, acc);
+    accb += b[2 * g] * x.s16[2 * g] + b[2 * g + 1] * x.s16[2 * g + 1];
+  }
+  return hsum(acc) + accb;
+}
+
+float dot_f32(const float* w, const float* x, int64_t k) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), acc1);
+  }
+  float acc = hsum(_mm256_add_ps(acc0, acc1));
+  for (; i < k; ++i) acc += w[i] * x[i];
+  return acc;
+}
+
+void quantize_act(const float* x, int8_t* q, float* d, float* s16, int64_t k) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t blk = 0; blk < k / 32; ++blk) {
+    const float* xb = x + 32 * blk;
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int j = 0; j < 4; ++j) {
+      v[j] = _mm256_loadu_ps(xb + 8 * j);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[j]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    float scale = _mm_cvtss_f32(m) / 127.0f;
+    float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+    __m256 iv = _mm256_set1_ps(inv);
+    __m256i r[4];
+    for (int j = 0; j < 4; ++j)
+      r[j] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[j], iv),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // Sums per 16 before packing: lanes of r[0], r[1] are elements 0-15.
+    __m256i s0 = _mm256_add_epi32(r[0], r[1]);
+    __m256i s1 = _mm256_add_epi32(r[2], r[3]);
+    __m128i h0 = _mm_add_epi32(_mm256_castsi256_si128(s0), _mm256_extracti128_si256(s0, 1));
+    __m128i h1 = _mm_add_epi32(_mm256_castsi256_si128(s1), _mm256_extracti128_si256(s1, 1));
+    h0 = _mm_hadd_epi32(h0, h1);
+    h0 = _mm_hadd_epi32(h0, h0);
+    // Pack to int8; packs interleave 128-bit lanes, the permute restores order.
+    __m256i p01 = _mm256_packs_epi32(r[0], r[1]);
+    __m256i p23 = _mm256_packs_epi32(r[2], r[3]);
+    __m256i p = _mm256_packs_epi16(p01, p23);
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * blk), p);
+    d[blk] = scale;
+    s16[2 * blk] = scale * static_cast<float>(_mm_cvtsi128_si32(h0));
+    s16[2 * blk + 1] = scale * static_cast<float>(_mm_extract_epi32(h0, 1));
+  }
+}
+
+inline float f16(const uint8_t* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Nibbles of 16 bytes as 32 unsigned codes: low nibbles are elements 0-15,
+// high nibbles 16-31 (the Q4_0 nibble order).
+inline __m256i nibbles(const uint8_t* qs) {
+  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low), _mm_and_si128(v, low));
+}
+
+inline __m256 udot32(__m256i w_unsigned, const int8_t* xq) {
+  __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+  __m256i p = _mm256_maddubs_epi16(w_unsigned, xv);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+// w = d*(q-8): d*dx*dot(q, xq) - 8*d*sum(x).
+float dot_q4_0(const uint8_t* row, ActQ8 x, int64_t k) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  float accb = 0.0f;
+  int64_t nb = k / 32, b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const uint8_t* b0 = row + 18 * b;
+    const uint8_t* b1 = b0 + 18;
+    float d0 = f16(b0), d1 = f16(b1);
+    acc0 = _mm256_fmadd_ps(udot32(nibbles(b0 + 2), x.q + 32 * b), _mm256_set1_ps(d0 * x.d[b]), acc0);
+    acc1 = _mm256_fmadd_ps(udot32(nibbles(b1 + 2), x.q + 32 * b + 32), _mm256_set1_ps(d1 * x.d[b + 1]), acc1);
+    accb += d0 * (x.s16[2 * b] + x.s16[2 * b + 1]) + d1 * (x.s16[2 * b + 2] + x.s16[2 * b + 3]);
+  }
+  for (; b < nb; ++b) {
+    const uint8_t* b0 = row + 18 * b;
+    float d0 = f16(b0);
+    acc0 = _mm256_fmadd_ps(udot32(nibbles(b0 + 2), x.q + 32 * b), _mm256_set1_ps(d0 * x.d[b]), acc0);
+    accb += d0 * (x.s16[2 * b] + x.s16[2 * b + 1]);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1)) - 8.0f * accb;
+}
+
+// w = d*q + m: d*dx*dot(q, xq) + m*sum(x).
+float dot_q4_1(const uint8_t* row, ActQ8 x, int64_t k) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  float accb = 0.0f;
+  int64_t nb = k / 32, b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const uint8_t* b0 = row + 20 * b;
+    const uint8_t* b1 = b0 + 20;
+    acc0 = _mm256_fmadd_ps(udot32(nibbles(b0 + 4), x.q + 32 * b), _mm256_set1_ps(f16(b0) * x.d[b]), acc0);
+    acc1 = _mm256_fmadd_ps(udot32(nibbles(b1 + 4), x.q + 32 * b + 32),
+                           _mm256_set1_ps(f16(b1) * x.d[b + 1]), acc1);
+    accb += f16(b0 + 2) * (x.s16[2 * b] + x.s16[2 * b + 1]) +
+            f16(b1 + 2) * (x.s16[2 * b + 2] + x.s16[2 * b + 3]);
+  }
+  for (; b < nb; ++b) {
+    const uint8_t* b0 = row + 20 * b;
+    acc0 = _mm256_fmadd_ps(udot32(nibbles(b0 + 4), x.q + 32 * b), _mm256_set1_ps(f16(b0) * x.d[b]), acc0);
+    accb += f16(b0 + 2) * (x.s16[2 * b] + x.s16[2 * b + 1]);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1)) + accb;
+}
+
+float dot_q8_0(const uint8_t* row, ActQ8 x, int64_t k) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t nb = k / 32, b = 0;
+  auto one = [&](int64_t i, __m256 acc) {
+    const uint8_t* blk = row + 34 * i;
+    __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * i));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32(w, xv)), _mm256_set1_ps(f16(blk) * x.d[i]), acc);
+  };
+  for (; b + 2 <= nb; b += 2) {
+    acc0 = one(b, acc0);
+    acc1 = one(b + 1, acc1);
+  }
+  for (; b < nb; ++b) acc0 = one(b, acc0);
+  return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+DotKernels::BlockDot block_dot(uint32_t type) {
+  switch (type) {
+    case 2: return dot_q4_0;
+    case 3: return dot_q4_1;
+    case 8: return dot_q8_0;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+const DotKernels* avx2_kernels() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                         __builtin_cpu_supports("f16c");
+  static const DotKernels k{dot_g32, dot_g16, dot_f32, quantize_act, block_dot, "avx2"};
+  return ok ? &k : nullptr;
+}
+
+}  // namespace aph::gguf
+
+#else  // not an x86 build with AVX2 flags: the portable kernels only
+
+namespace aph::gguf {
+const DotKernels* avx2_kernels() { return nullptr; }
+}  // namespace aph::gguf
+
+#endif

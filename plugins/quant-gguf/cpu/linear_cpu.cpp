@@ -1,0 +1,96 @@
+#include "plugins/quant-gguf/cpu/linear_cpu.hpp"
+
+#include <string>
+
+#include "core/common/error.hpp"
+#include "plugins/quant-gguf/container/ggml_types.hpp"
+#include "plugins/quant-gguf/cpu/dequant.hpp"
+#include "plugins/quant-gguf/cpu/dot.hpp"
+
+namespace aph::gguf {
+
+CpuLinear::CpuLinear(uint32_t ggml_type, int64_t k, int64_t n, const uint8_t* weight,
+                     std::vector<float> bias, bool exact)
+    : type_(ggml_type), k_(k), n_(n), bias_(std::move(bias)) {
+  auto traits = type_traits(ggml_type);
+  if (!traits || !cpu_supported(ggml_type))
+    throw Error(APH_ERR_UNSUPPORTED, "ggml type " + (traits ? std::string(traits->name)
+                                                             : std::to_string(ggml_type)) +
+                                         " has no CPU kernel");
+  if (k <= 0 || n <= 0 || k % traits->block_elems != 0)
+    throw invalid_argument("in_features " + std::to_string(k) + " is not a multiple of the " +
+                           std::string(traits->name) + " block size");
+  if (!bias_.empty() && static_cast<int64_t>(bias_.size()) != n)
+    throw invalid_argument("bias has " + std::to_string(bias_.size()) + " elements, expected " +
+                           std::to_string(n));
+  row_bytes_ = static_cast<uint64_t>(k / traits->block_elems) * traits->block_bytes;
+  weight_.assign(weight, weight + row_bytes_ * n);
+  integer_path_ = !exact && !is_float_type(ggml_type);
+}
+
+void CpuLinear::forward(const float* x, int64_t m, float* y) const {
+  if (m <= 0) return;
+  if (integer_path_)
+    forward_int8(x, m, y);
+  else
+    forward_float(x, m, y);
+  if (!bias_.empty())
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] += bias_[j];
+}
+
+void CpuLinear::forward_float(const float* x, int64_t m, float* y) const {
+  const DotKernels& kern = dot_kernels();
+  std::vector<float> row(k_);
+  for (int64_t j = 0; j < n_; ++j) {
+    const float* w = reinterpret_cast<const float*>(weight_.data() + j * row_bytes_);
+    if (type_ != kF32) {
+      dequantize_row(type_, weight_.data() + j * row_bytes_, row.data(), k_);
+      w = row.data();
+    }
+    for (int64_t i = 0; i < m; ++i) y[i * n_ + j] = kern.dot_f32(w, x + i * k_, k_);
+  }
+}
+
+void CpuLinear::forward_int8(const float* x, int64_t m, float* y) const {
+  const DotKernels& kern = dot_kernels();
+  // Quantize every activation row once; then unpack each weight row once and
+  // dot it with all M rows, so the weights stream through the cache once.
+  std::vector<int8_t> xq(m * k_);
+  std::vector<float> xd(m * k_ / 32), xs(m * k_ / 16);
+  for (int64_t i = 0; i < m; ++i)
+    kern.quantize_act(x + i * k_, xq.data() + i * k_, xd.data() + i * k_ / 32,
+                      xs.data() + i * k_ / 16, k_);
+  // Small batches of the hottest types read the blocks directly: unpacking
+  // would cost as much as the dot products themselves.
+  if (auto fused = kern.block_dot(type_); fused && m <= 4) {
+    for (int64_t j = 0; j < n_; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        ActQ8 act{xq.data() + i * k_, xd.data() + i * k_ / 32, xs.data() + i * k_ / 16};
+        y[i * n_ + j] = fused(weight_.data() + j * row_bytes_, act, k_);
+      }
+    return;
+  }
+  const int group = unpack_group(type_);
+  auto dot = group == 16 ? kern.dot_g16 : kern.dot_g32;
+  std::vector<int8_t> wq(k_);
+  std::vector<float> wa(k_ / group), wb(k_ / group);
+  for (int64_t j = 0; j < n_; ++j) {
+    unpack_row_i8(type_, weight_.data() + j * row_bytes_, wq.data(), wa.data(), wb.data(), k_);
+    for (int64_t i = 0; i < m; ++i) {
+      ActQ8 act{xq.data() + i * k_, xd.data() + i * k_ / 32, xs.data() + i * k_ / 16};
+      y[i * n_ + j] = dot(wq.data(), wa.data(), wb.data(), act, k_);
+    }
+  }
+}
+
+void CpuLinear::get_rows(const int32_t* ids, int64_t m, float* out) const {
+  for (int64_t i = 0; i < m; ++i) {
+    if (ids[i] < 0 || ids[i] >= n_)
+      throw invalid_argument("get_rows: id " + std::to_string(ids[i]) + " outside [0, " +
+                             std::to_string(n_) + ")");
+    dequantize_row(type_, weight_.data() + ids[i] * row_bytes_, out + i * k_, k_);
+  }
+}
+
+}  // namespace aph::gguf

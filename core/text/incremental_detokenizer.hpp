@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/text/tokenizer.hpp"
+#include "core/text/utf8.hpp"  // take_complete_utf8, is_valid_utf8
 
 namespace aph::text {
 
@@ -56,13 +57,5 @@ class IncrementalDetokenizer {
   std::string pending_;               // bytes of an unfinished character
   std::string text_;
 };
-
-// Splits `bytes` into the longest prefix of whole characters (invalid
-// sequences replaced by U+FFFD, as Python's errors="replace" does) and leaves
-// in `bytes` only a trailing, still-completable partial character.
-std::string take_complete_utf8(std::string& bytes);
-
-// True when `text` is well-formed UTF-8.
-bool is_valid_utf8(std::string_view text);
 
 }  // namespace aph::text

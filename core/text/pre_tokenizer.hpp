@@ -1,0 +1,50 @@
+// Pre-tokenization: cutting text into words before BPE, as a sequence of
+// regex splits (HF's Split/ByteLevel/Digits/Punctuation, llama.cpp's
+// regex_exprs). Each step re-splits every piece the previous step produced,
+// and each piece is matched on its own.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/text/regex.hpp"
+
+namespace aph::text {
+
+// HF's SplitDelimiterBehavior: what happens to the matched text.
+enum class SplitBehavior { isolated, removed, merged_with_previous, merged_with_next, contiguous };
+
+SplitBehavior parse_split_behavior(const std::string& name);  // "Isolated", ...; throws
+
+struct SplitStep {
+  std::shared_ptr<const Regex> regex;
+  SplitBehavior behavior = SplitBehavior::isolated;
+  bool invert = false;  // the pieces are what does NOT match
+};
+
+class PreTokenizer {
+ public:
+  void add_step(SplitStep step) { steps_.push_back(std::move(step)); }
+  void add_regex(const std::string& pattern, SplitBehavior behavior = SplitBehavior::isolated,
+                 bool invert = false);
+  bool empty() const { return steps_.empty(); }
+
+  // Pieces of `text` (views into it), in order; with no steps, `text` itself.
+  void split(std::string_view text, std::vector<std::string_view>& pieces) const;
+
+ private:
+  std::vector<SplitStep> steps_;
+};
+
+// llama.cpp's regex sets by tokenizer.ggml.pre name ("gpt-2", "llama-bpe",
+// "qwen2", "deepseek-coder", ...). Throws aph::Error naming an unknown name.
+PreTokenizer pre_tokenizer_for_gguf(const std::string& pre_name);
+
+// Patterns HF's pre-tokenizers use, for the tokenizer.json loader.
+inline constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+inline constexpr const char* kHfPunctuationClass = R"([\p{P}!-/:-@\[-`{-~])";
+
+}  // namespace aph::text

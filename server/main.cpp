@@ -8,6 +8,7 @@
 #include "core/common/error.hpp"
 #include "core/common/log.hpp"
 #include "server/config.hpp"
+#include "server/daemon.hpp"
 #include "server/plugin_list.hpp"
 #include "server/subcommands.hpp"
 
@@ -48,7 +49,7 @@ int run(const std::vector<std::string>& args) {
     std::fputs(format_plugin_report(*loader).c_str(), stdout);
     return 0;
   }
-  throw aph::Error(APH_ERR_UNSUPPORTED, "serving is not wired yet in this build; use --list-plugins");
+  return run_daemon(config);
 }
 
 }  // namespace

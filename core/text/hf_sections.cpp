@@ -159,7 +159,15 @@ void HfSections::normalizer(const json::value& node) {
 }
 
 void HfSections::read_pre_tokenizer(const json::object& root) {
-  if (const json::value* node = member(root, "pre_tokenizer")) pre_tokenizer(*node, true);
+  if (const json::value* node = member(root, "pre_tokenizer")) {
+    try {
+      pre_tokenizer(*node, true);
+    } catch (const Error& e) {
+      // A bad regex names only itself; say which file it came from.
+      if (std::string(e.what()).find(spec_.source) != std::string::npos) throw;
+      fail("pre_tokenizer", e.what());
+    }
+  }
   if (byte_level_) spec_.kind = ModelKind::byte_level_bpe;
 }
 

@@ -44,7 +44,10 @@ typedef struct aph_sampler_field {
 typedef enum aph_sampler_flags {
   APH_SAMPLER_NEEDS_HISTORY = 1, /* reads rows[i].tokens (prompt + output) */
   APH_SAMPLER_SELECTS = 2,       /* writes batch->chosen */
-  APH_SAMPLER_NEEDS_PROBS = 4    /* wants softmax probabilities, not logits */
+  APH_SAMPLER_NEEDS_PROBS = 4,   /* wants softmax probabilities, not logits */
+  /* Keeps its default position: configured and per-request orders move only
+   * the other stages (masks run first, selection last, whatever the order). */
+  APH_SAMPLER_FIXED_POSITION = 8
 } aph_sampler_flags;
 
 /* One row's view of its request. */
@@ -97,10 +100,25 @@ typedef struct aph_sampler_stage {
                       aph_error* err);
 } aph_sampler_stage;
 
+/* The model's vocabulary, for stages that match text (banned strings) or
+ * bound token ids. Pointers are valid only during the set_vocab call. */
+typedef struct aph_sampler_vocab {
+  uint32_t size;
+  int32_t n_tokens;
+  const char* const* token_bytes;  /* token_bytes[i]: the bytes token i adds to text */
+  const uint32_t* token_lengths;   /* byte length of each, may hold NULs */
+  int32_t eos_token_id;            /* -1 when none */
+  uint32_t n_eog;                  /* every end-of-generation id */
+  const int32_t* eog_token_ids;
+} aph_sampler_vocab;
+
 typedef struct aph_sampler_vtable {
   uint32_t size;
   uint32_t n_stages;
   const aph_sampler_stage* stages;
+  /* Appended: read only when `size` covers it; may be NULL. Start-up thread,
+   * before any row_create; a later call replaces the vocabulary. */
+  aph_status (*set_vocab)(void* plugin_state, const aph_sampler_vocab* vocab, aph_error* err);
 } aph_sampler_vtable;
 
 #ifdef __cplusplus

@@ -1,0 +1,41 @@
+#include "core/sampling/device_ops.hpp"
+
+#include <string>
+
+#include "core/common/error.hpp"
+
+#ifdef APH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace aph::sampling {
+
+#ifdef APH_HAVE_CUDA
+namespace {
+void ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(APH_ERR_DEVICE, std::string("sampler chain: ") + what + ": " + cudaGetErrorString(e));
+}
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+}  // namespace
+
+void device_fill_i32(int32_t* dst, int32_t byte, size_t count, void* stream) {
+  ok(cudaMemsetAsync(dst, byte, count * sizeof(int32_t), as_stream(stream)), "cudaMemsetAsync");
+}
+void device_upload(void* dst, const void* src, size_t bytes, void* stream) {
+  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, as_stream(stream)), "upload");
+}
+void device_download(void* dst, const void* src, size_t bytes, void* stream) {
+  ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, as_stream(stream)), "download");
+}
+void device_sync(void* stream) { ok(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize"); }
+#else
+namespace {
+[[noreturn]] void no_cuda() { throw Error(APH_ERR_UNSUPPORTED, "sampler chain: built without CUDA"); }
+}  // namespace
+void device_fill_i32(int32_t*, int32_t, size_t, void*) { no_cuda(); }
+void device_upload(void*, const void*, size_t, void*) { no_cuda(); }
+void device_download(void*, const void*, size_t, void*) { no_cuda(); }
+void device_sync(void*) { no_cuda(); }
+#endif
+
+}  // namespace aph::sampling

@@ -1,0 +1,15 @@
+// The few device transfers the chain runner needs, on the engine's stream.
+// On a CPU-only build, calls with a device pointer throw.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace aph::sampling {
+
+void device_fill_i32(int32_t* dst, int32_t value_byte_pattern, size_t count, void* stream);
+void device_upload(void* dst, const void* src, size_t bytes, void* stream);
+void device_download(void* dst, const void* src, size_t bytes, void* stream);
+void device_sync(void* stream);
+
+}  // namespace aph::sampling

@@ -1,0 +1,69 @@
+// The plugin's state: host services, the model vocabulary (for text-matching
+// stages), caches derived from it, and device scratch buffers reused across
+// steps. Request threads read it concurrently; the engine thread owns scratch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "aphrodite/sampler.h"
+
+namespace aph::samplers {
+
+struct Vocab {
+  std::vector<std::string> bytes;  // per token id
+  int32_t eos_token_id = -1;
+  std::vector<int32_t> eog_token_ids;
+  std::vector<int32_t> by_bytes;   // ids sorted by their bytes (prefix range lookups)
+  int32_t size() const { return static_cast<int32_t>(bytes.size()); }
+};
+
+// Device memory that grows on demand; freed through the host services.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  // Returns at least `bytes` on `device`; waits for `stream` before freeing an
+  // old, smaller buffer (a kernel may still read it).
+  void* get(const aph_host_services* services, int32_t device, size_t bytes, void* stream);
+
+ private:
+  const aph_host_services* services_ = nullptr;
+  int32_t device_ = -1;
+  size_t bytes_ = 0;
+  void* data_ = nullptr;
+};
+
+class PluginState {
+ public:
+  explicit PluginState(const aph_host_services* services) : services_(services) {}
+
+  const aph_host_services* services() const { return services_; }
+  void log(int32_t level, const std::string& message) const;
+
+  void set_vocab(const aph_sampler_vocab& vocab);
+  // Null until the engine sets a vocabulary.
+  std::shared_ptr<const Vocab> vocab() const;
+
+  // Tokens whose bytes contain any of `needles` (DRY sequence breakers),
+  // cached per needle set; empty when no vocabulary is set.
+  std::shared_ptr<const std::vector<int32_t>> tokens_containing(const std::vector<std::string>& needles);
+
+  // Engine thread only. A named scratch buffer of at least `bytes`.
+  void* scratch(const std::string& key, int32_t device, size_t bytes, void* stream);
+
+ private:
+  const aph_host_services* services_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Vocab> vocab_;
+  std::map<std::string, std::shared_ptr<const std::vector<int32_t>>> containing_cache_;
+  std::map<std::string, std::unique_ptr<DeviceBuffer>> scratch_;
+};
+
+}  // namespace aph::samplers

@@ -1,0 +1,44 @@
+// Selection stages: they write batch->chosen for the rows they decide.
+#pragma once
+
+#include <span>
+
+#include "plugins/samplers/stage_shim.hpp"
+
+namespace aph::samplers {
+
+// Mirostat v1 / v2 with per-request state mu (starts at 2 tau). Decides its
+// rows; the other rows go on to the final selection stage.
+struct MirostatStage {
+  struct Params {
+    int32_t mode = 0;
+    float tau = 0, eta = 0;
+    float mu = 0;
+  };
+  static constexpr StageInfo info{"mirostat", "", -1, 2000, APH_SAMPLER_FIXED_POSITION | APH_SAMPLER_SELECTS,
+                                  "mirostat=mirostat_mode"};
+  static std::span<const aph_sampler_field> fields();
+  static std::unique_ptr<Params> create(const Request& r, PluginState& st);
+  static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+};
+
+// The final selection for every row not yet decided: greedy when the
+// request's temperature is ~0, else a seeded draw from softmax(logits) by the
+// Gumbel-max trick with counter-based noise, so a (seed, step) pair gives the
+// same token alone, in any batch, on CPU and GPU.
+struct SampleStage {
+  struct Params {
+    bool greedy = false;
+  };
+  static constexpr StageInfo info{"sample", "", -1, 2100, APH_SAMPLER_FIXED_POSITION | APH_SAMPLER_SELECTS, ""};
+  static std::span<const aph_sampler_field> fields();
+  static std::unique_ptr<Params> create(const Request& r, PluginState& st);
+  static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+};
+
+// Gumbel noise of token `index` for a row's (seed, step): -log(-log u).
+double gumbel_noise(uint64_t seed, uint64_t step, uint64_t purpose, int64_t index);
+// argmax over live logits of logit + Gumbel noise; -1 if no token is live.
+int32_t gumbel_argmax(const float* logits, int64_t vocab, uint64_t seed, uint64_t step, uint64_t purpose);
+
+}  // namespace aph::samplers

@@ -10,32 +10,36 @@
 #include "aphrodite/api.h"
 #include "core/plugins/registry.hpp"
 
+namespace aph::model {
+class ModelRunner;
+}
+
 namespace aph::engine {
 
 struct EngineConfig {
   std::string model_path;
-  std::string served_model_name;   // "" = derived from the path
-  std::string dtype = "auto";      // auto | float32 | float16 | bfloat16
-  std::string quantization;        // "" = highest probe score
+  std::string served_model_name;        // "" = derived from the path
+  std::string dtype = "auto";           // auto | float32 | float16 | bfloat16
+  std::string quantization;             // "" = highest probe score
   std::string kv_cache_dtype = "auto";  // auto | fp16 | bf16 | fp8 | fp8_e4m3 | fp8_e5m2
-  std::string chat_template;       // "" = the model's; else a file path or inline Jinja
-  std::string device = "auto";     // cpu | cuda | auto
-  int64_t max_model_len = 0;       // 0 = the model's
+  std::string chat_template;            // "" = the model's; else a file path or inline Jinja
+  std::string device = "auto";          // cpu | cuda | auto
+  int64_t max_model_len = 0;            // 0 = the model's
   double gpu_memory_utilization = 0.9;
-  int64_t kv_cache_memory = 0;     // bytes; overrides gpu_memory_utilization when > 0
+  int64_t kv_cache_memory = 0;  // bytes; overrides gpu_memory_utilization when > 0
   int64_t cpu_kv_cache_bytes = 256ll << 20;
   int max_num_seqs = 64;
   int max_num_batched_tokens = 2048;
   int block_size = 16;
-  int max_waiting = 1024;          // queue bound: beyond it submit() answers APH_ERR_BUSY
+  int max_waiting = 1024;  // queue bound: beyond it submit() answers APH_ERR_BUSY
   bool enforce_eager = false;
   bool enable_prefix_caching = true;
   std::vector<std::string> sampler_order;  // empty = each stage's default position
-  int cpu_threads = 0;             // 0 = all cores
+  int cpu_threads = 0;                     // 0 = all cores
 };
 
 struct Histogram {
-  std::vector<double> upper_bounds;  // seconds, ascending; +Inf implied
+  std::vector<double> upper_bounds;     // seconds, ascending; +Inf implied
   std::vector<uint64_t> bucket_counts;  // cumulative is computed by the renderer
   double sum = 0;
   uint64_t count = 0;
@@ -51,6 +55,7 @@ struct EngineStats {
   uint64_t prefix_cache_hits = 0;
   uint64_t preemptions = 0;
   uint64_t requests_finished = 0;
+  int64_t num_kv_blocks = 0;
   Histogram time_to_first_token;
   Histogram inter_token_latency;
   Histogram e2e_latency;
@@ -62,6 +67,10 @@ class Engine {
   // Loads the model and starts the engine thread. Slow (seconds); throws
   // aph::Error naming the file, tensor or setting at fault.
   static std::unique_ptr<Engine> create(const EngineConfig& config, const PluginRegistry& plugins);
+  // The same around a runner that is already loaded (tests, benchmarks).
+  static std::unique_ptr<Engine> create_with_runner(const EngineConfig& config,
+                                                    std::unique_ptr<model::ModelRunner> runner,
+                                                    const PluginRegistry& plugins);
 
   // Valid for the engine's lifetime; every function is thread-safe.
   virtual const aph_engine_api* api() const = 0;

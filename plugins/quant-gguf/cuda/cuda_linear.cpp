@@ -1,0 +1,203 @@
+#include "plugins/quant-gguf/cuda/cuda_linear.hpp"
+
+#include <algorithm>
+
+#include "core/common/error.hpp"
+#include "plugins/quant-gguf/plugin_state.hpp"
+
+#ifdef APH_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "plugins/quant-gguf/cuda/device_layout.hpp"
+#include "plugins/quant-gguf/cuda/kernels.hpp"
+#endif
+
+namespace aph::gguf {
+
+#ifdef APH_HAVE_CUDA
+
+namespace {
+
+void check_cuda(int rc, const std::string& what) {
+  if (rc != 0)
+    throw Error(APH_ERR_DEVICE, what + ": " + cudaGetErrorString(static_cast<cudaError_t>(rc)));
+}
+
+void* alloc(PluginState& st, int32_t device, uint64_t bytes, const std::string& what) {
+  aph_error err{};
+  err.size = sizeof(err);
+  void* p = st.services->device_alloc(st.services->host, device, bytes, &err);
+  if (!p) throw Error(err.code ? static_cast<aph_status>(err.code) : APH_ERR_OUT_OF_MEMORY,
+                      what + ": cannot allocate " + std::to_string(bytes) + " bytes: " + err.message);
+  return p;
+}
+
+// Activation scratch for m rows of k: int8 codes, scales per 32, sums per 16.
+uint64_t act_bytes(int64_t m, int64_t k) { return m * k + m * (k / 32) * 4 + m * (k / 16) * 4; }
+
+}  // namespace
+
+CudaContext::CudaContext(PluginState& state, int32_t device) : state_(state), device_(device) {
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  cublasHandle_t h = nullptr;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw Error(APH_ERR_DEVICE, "cublasCreate failed");
+  cublas_ = h;
+}
+
+CudaContext::~CudaContext() {
+  if (cublas_) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  if (act_) state_.services->device_free(state_.services->host, device_, act_);
+  if (dequant_) state_.services->device_free(state_.services->host, device_, dequant_);
+}
+
+void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream) {
+  if (act <= act_bytes_ && dequant <= dequant_bytes_) return;
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+  if (act > act_bytes_) {
+    if (act_) state_.services->device_free(state_.services->host, device_, act_);
+    act_ = nullptr;
+    act_ = alloc(state_, device_, act, "GGUF activation scratch");
+    act_bytes_ = act;
+  }
+  if (dequant > dequant_bytes_) {
+    if (dequant_) state_.services->device_free(state_.services->host, device_, dequant_);
+    dequant_ = nullptr;
+    dequant_ = alloc(state_, device_, dequant, "GGUF dequantization scratch");
+    dequant_bytes_ = dequant;
+  }
+}
+
+CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_t n,
+                       const uint8_t* weight, const std::vector<float>& bias, int32_t device,
+                       int32_t act_dtype, aph_stream stream, const std::string& name)
+    : state_(state), name_(name), type_(ggml_type), k_(k), n_(n), device_(device),
+      bf16_(act_dtype == APH_DTYPE_BF16) {
+  float_weight_ = ggml_type == 0 || ggml_type == 1 || ggml_type == 30;
+  DeviceLayout layout{};
+  if (!float_weight_ && (!device_layout(ggml_type, &layout) || !cuda::has_kernels(ggml_type)))
+    throw Error(APH_ERR_UNSUPPORTED, "linear " + name_ + ": ggml type " + std::to_string(ggml_type) +
+                                         " has no CUDA kernel");
+  if (!state.cuda) state.cuda = std::make_unique<CudaContext>(state, device);
+  if (state.cuda->device() != device)
+    throw Error(APH_ERR_UNSUPPORTED, "linear " + name_ + ": the GGUF plugin drives one CUDA device");
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  auto s = static_cast<cudaStream_t>(stream);
+  try {
+    if (float_weight_) {
+      const uint64_t elem = ggml_type == 0 ? 4 : 2;
+      weight_bytes_ = static_cast<uint64_t>(n) * k * 2;
+      weight_ = alloc(state, device, weight_bytes_, "linear " + name_);
+      void* raw = alloc(state, device, static_cast<uint64_t>(n) * k * elem, "linear " + name_);
+      int rc = static_cast<int>(cudaMemcpyAsync(raw, weight, n * k * elem, cudaMemcpyHostToDevice, s));
+      if (rc == 0) rc = cuda::launch_convert(raw, ggml_type, n * k, weight_, bf16_, stream);
+      if (rc == 0) rc = static_cast<int>(cudaStreamSynchronize(s));
+      state.services->device_free(state.services->host, device, raw);
+      check_cuda(rc, "linear " + name_ + ": upload");
+    } else {
+      const uint64_t blocks = static_cast<uint64_t>(n) * (k / layout.block_elems);
+      weight_bytes_ = blocks * layout.stride;
+      std::vector<uint8_t> host(weight_bytes_);
+      repack_blocks(layout, weight, blocks, host.data());
+      weight_ = alloc(state, device, weight_bytes_, "linear " + name_);
+      check_cuda(static_cast<int>(cudaMemcpyAsync(weight_, host.data(), weight_bytes_,
+                                                  cudaMemcpyHostToDevice, s)),
+                 "linear " + name_ + ": upload");
+      check_cuda(static_cast<int>(cudaStreamSynchronize(s)), "linear " + name_ + ": upload");
+      state.cuda->reserve(act_bytes(kMatvecMaxM, k), static_cast<uint64_t>(n) * k * 2, stream);
+    }
+    if (!bias.empty()) {
+      bias_bytes_ = bias.size() * sizeof(float);
+      bias_ = static_cast<float*>(alloc(state, device, bias_bytes_, "linear " + name_ + " bias"));
+      check_cuda(static_cast<int>(cudaMemcpyAsync(bias_, bias.data(), bias_bytes_,
+                                                  cudaMemcpyHostToDevice, s)),
+                 "linear " + name_ + ": bias upload");
+      check_cuda(static_cast<int>(cudaStreamSynchronize(s)), "linear " + name_ + ": bias upload");
+    }
+  } catch (...) {
+    if (weight_) state.services->device_free(state.services->host, device, weight_);
+    if (bias_) state.services->device_free(state.services->host, device, bias_);
+    throw;
+  }
+}
+
+CudaLinear::~CudaLinear() {
+  if (weight_) state_.services->device_free(state_.services->host, device_, weight_);
+  if (bias_) state_.services->device_free(state_.services->host, device_, bias_);
+}
+
+void CudaLinear::gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream) {
+  auto h = static_cast<cublasHandle_t>(state_.cuda->cublas());
+  if (cublasSetStream(h, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS)
+    throw Error(APH_ERR_DEVICE, "linear " + name_ + ": cublasSetStream failed");
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType_t dt = bf16_ ? CUDA_R_16BF : CUDA_R_16F;
+  // Row-major y[m,n] = x[m,k] · W[n,k]ᵀ is column-major yᵀ = W · xᵀ.
+  cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_),
+                                   static_cast<int>(m), static_cast<int>(k_), &alpha, w, dt,
+                                   static_cast<int>(k_), x, dt, static_cast<int>(k_), &beta, y, dt,
+                                   static_cast<int>(n_), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    throw Error(APH_ERR_DEVICE, "linear " + name_ + ": cublasGemmEx failed (" + std::to_string(st) + ")");
+}
+
+void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
+  const std::string what = "linear " + name_;
+  if (float_weight_) {
+    gemm(weight_, x, m, y, stream);
+    if (bias_) check_cuda(cuda::launch_add_bias(y, bf16_, m, n_, bias_, stream), what);
+    return;
+  }
+  const auto* w = static_cast<const uint8_t*>(weight_);
+  if (m <= kMatvecMaxM) {
+    auto* xq = static_cast<int8_t*>(state_.cuda->act_scratch());
+    auto* xd = reinterpret_cast<float*>(xq + m * k_);
+    float* xs = xd + m * (k_ / 32);
+    check_cuda(cuda::launch_quantize_act(x, bf16_, m, k_, xq, xd, xs, stream), what);
+    for (int64_t r = 0; r < m; r += 8) {
+      const int64_t mc = std::min<int64_t>(8, m - r);
+      check_cuda(cuda::launch_matvec(type_, w, n_, k_, xq + r * k_, xd + r * (k_ / 32),
+                                     xs + r * (k_ / 16), mc, bias_,
+                                     static_cast<uint8_t*>(y) + r * n_ * 2, bf16_, stream),
+                 what);
+    }
+    return;
+  }
+  void* wf = state_.cuda->dequant_scratch();
+  check_cuda(cuda::launch_dequant_rows(type_, w, n_, k_, nullptr, n_, wf, bf16_, nullptr, stream), what);
+  gemm(wf, x, m, y, stream);
+  if (bias_) check_cuda(cuda::launch_add_bias(y, bf16_, m, n_, bias_, stream), what);
+}
+
+void CudaLinear::get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream) {
+  const std::string what = "linear " + name_ + " get_rows";
+  if (float_weight_) {
+    check_cuda(cuda::launch_gather_rows(weight_, n_, k_, ids, m, out, stream), what);
+    return;
+  }
+  check_cuda(cuda::launch_dequant_rows(type_, static_cast<const uint8_t*>(weight_), n_, k_, ids, m,
+                                       out, bf16_, nullptr, stream),
+             what);
+}
+
+#else  // CPU-only build
+
+CudaContext::CudaContext(PluginState& state, int32_t device) : state_(state), device_(device) {
+  throw Error(APH_ERR_UNSUPPORTED, "the GGUF plugin was built without CUDA");
+}
+CudaContext::~CudaContext() = default;
+void CudaContext::reserve(uint64_t, uint64_t, aph_stream) {}
+
+CudaLinear::CudaLinear(PluginState& state, uint32_t, int64_t, int64_t, const uint8_t*,
+                       const std::vector<float>&, int32_t, int32_t, aph_stream, const std::string& name)
+    : state_(state), name_(name), type_(0), k_(0), n_(0), device_(0), bf16_(false), float_weight_(false) {
+  throw Error(APH_ERR_UNSUPPORTED, "linear " + name + ": the GGUF plugin was built without CUDA");
+}
+CudaLinear::~CudaLinear() = default;
+void CudaLinear::forward(const void*, int64_t, void*, aph_stream) {}
+void CudaLinear::get_rows(const int32_t*, int64_t, void*, aph_stream) {}
+void CudaLinear::gemm(const void*, const void*, int64_t, void*, aph_stream) {}
+
+#endif
+
+}  // namespace aph::gguf

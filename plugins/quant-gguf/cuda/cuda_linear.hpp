@@ -1,0 +1,76 @@
+// The CUDA side of a GGUF linear: weights uploaded in the padded device
+// layout through the host's device_alloc; decode (M <= 32) runs the integer
+// matvec kernels in slices of 8 rows, prefill dequantizes W into a shared
+// F16/BF16 scratch and calls cuBLAS (tensor cores). Float weights are stored
+// in the activation dtype and always use cuBLAS. Without CUDA in the build,
+// constructing one throws APH_ERR_UNSUPPORTED.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aphrodite/plugin.h"
+
+namespace aph::gguf {
+
+struct PluginState;
+
+// Per-plugin CUDA resources shared by all linears: the cuBLAS handle and the
+// scratch buffers, sized at linear_create so forward never allocates (the
+// engine may capture forwards into CUDA graphs).
+class CudaContext {
+ public:
+  explicit CudaContext(PluginState& state, int32_t device);
+  ~CudaContext();
+  // Grows the scratch buffers to at least these sizes (loader thread;
+  // synchronizes `stream` before freeing an old buffer).
+  void reserve(uint64_t act_bytes, uint64_t dequant_bytes, aph_stream stream);
+  void* act_scratch() const { return act_; }
+  void* dequant_scratch() const { return dequant_; }
+  void* cublas() const { return cublas_; }
+  int32_t device() const { return device_; }
+
+ private:
+  PluginState& state_;
+  int32_t device_;
+  void* cublas_ = nullptr;
+  void* act_ = nullptr;
+  uint64_t act_bytes_ = 0;
+  void* dequant_ = nullptr;
+  uint64_t dequant_bytes_ = 0;
+};
+
+class CudaLinear {
+ public:
+  CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_t n, const uint8_t* weight,
+             const std::vector<float>& bias, int32_t device, int32_t act_dtype, aph_stream stream,
+             const std::string& name);
+  ~CudaLinear();
+  void forward(const void* x, int64_t m, void* y, aph_stream stream);
+  // Out-of-range ids give zero rows (ids live on the device; checking them
+  // would need a synchronization).
+  void get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream);
+  uint64_t device_bytes() const { return weight_bytes_ + bias_bytes_; }
+
+  // Largest M that takes the matvec path.
+  static constexpr int64_t kMatvecMaxM = 32;
+
+ private:
+  void gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream);
+
+  PluginState& state_;
+  std::string name_;
+  uint32_t type_;
+  int64_t k_, n_;
+  int32_t device_;
+  bool bf16_;
+  bool float_weight_;
+  void* weight_ = nullptr;
+  uint64_t weight_bytes_ = 0;
+  float* bias_ = nullptr;
+  uint64_t bias_bytes_ = 0;
+};
+
+}  // namespace aph::gguf

@@ -1,0 +1,281 @@
+// Device-side decoding of one 32-element chunk of a ggml block (in the
+// padded device layout, device_layout.hpp) into int8 codes packed four per
+// int plus an affine map per 16 elements: w = a[h]*q + b[h], h = half.
+// Every kernel (matvec, dequantize, get_rows) goes through these, so the
+// bit layouts of FORMATS.md §2.2 live in one place on the GPU.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace aph::gguf::cuda {
+
+struct Chunk {
+  int q[8];  // q[0..3]: elements 0-15, q[4..7]: elements 16-31
+  float a[2], b[2];
+};
+
+__device__ __forceinline__ float ld_f16(const uint8_t* p) {
+  return __half2float(*reinterpret_cast<const __half*>(p));
+}
+__device__ __forceinline__ int ld32(const uint8_t* p) { return *reinterpret_cast<const int*>(p); }
+__device__ __forceinline__ uint32_t ld_u16(const uint8_t* p) {
+  return *reinterpret_cast<const uint16_t*>(p);
+}
+
+__device__ __forceinline__ void set_affine(Chunk& c, float a, float b) {
+  c.a[0] = c.a[1] = a;
+  c.b[0] = c.b[1] = b;
+}
+
+// Four nibble codes through the IQ4_NL table.
+__device__ __forceinline__ int iq4_lookup(int nibbles4) {
+  const int8_t table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  int r = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) r |= (static_cast<int>(static_cast<uint8_t>(table[(nibbles4 >> (8 * k)) & 15])) << (8 * k));
+  return r;
+}
+
+// The bits qh[first..first+3] moved to bit 4 of four bytes.
+__device__ __forceinline__ int spread4(uint32_t qh, int first) {
+  int r = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) r |= static_cast<int>((qh >> (first + k)) & 1u) << (8 * k + 4);
+  return r;
+}
+
+template <int TYPE>
+struct Decoder;
+
+template <>
+struct Decoder<2> {  // Q4_0: d@2 qs@4
+  static constexpr int kBlock = 32, kStride = 20;
+  __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
+    set_affine(c, ld_f16(b + 2), 0.0f);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      int w = ld32(b + 4 + 4 * i);
+      c.q[i] = __vsub4(w & 0x0F0F0F0F, 0x08080808);
+      c.q[i + 4] = __vsub4((w >> 4) & 0x0F0F0F0F, 0x08080808);
+    }
+  }
+};
+
+template <>
+struct Decoder<3> {  // Q4_1: d@0 m@2 qs@4
+  static constexpr int kBlock = 32, kStride = 20;
+  __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
+    set_affine(c, ld_f16(b), ld_f16(b + 2));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      int w = ld32(b + 4 + 4 * i);
+      c.q[i] = w & 0x0F0F0F0F;
+      c.q[i + 4] = (w >> 4) & 0x0F0F0F0F;
+    }
+  }
+};
+
+template <>
+struct Decoder<6> {  // Q5_0: d@2 qh@4 qs@8
+  static constexpr int kBlock = 32, kStride = 24;
+  __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
+    set_affine(c, ld_f16(b + 2), 0.0f);
+    uint32_t qh = static_cast<uint32_t>(ld32(b + 4));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      int w = ld32(b + 8 + 4 * i);
+      c.q[i] = __vsub4((w & 0x0F0F0F0F) | spread4(qh, 4 * i), 0x10101010);
+      c.q[i + 4] = __vsub4(((w >> 4) & 0x0F0F0F0F) | spread4(qh, 16 + 4 * i), 0x10101010);
+    }
+  }
+};
+
+template <>
+struct Decoder<7> {  // Q5_1: d@0 m@2 qh@4 qs@8
+  static constexpr int kBlock = 32, kStride = 24;
+  __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
+    set_affine(c, ld_f16(b), ld_f16(b + 2));
+    uint32_t qh = static_cast<uint32_t>(ld32(b + 4));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      int w = ld32(b + 8 + 4 * i);
+      c.q[i] = (w & 0x0F0F0F0F) | spread4(qh, 4 * i);
+      c.q[i + 4] = ((w >> 4) & 0x0F0F0F0F) | spread4(qh, 16 + 4 * i);
+    }
+  }
+};
+
+template <>
+struct Decoder<8> {  // Q8_0: d@2 qs@4
+  static constexpr int kBlock = 32, kStride = 36;
+  __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
+    set_affine(c, ld_f16(b + 2), 0.0f);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) c.q[i] = ld32(b + 4 + 4 * i);
+  }
+};
+
+template <>
+struct Decoder<10> {  // Q2_K: scales@0 qs@16 d@80 dmin@82
+  static constexpr int kBlock = 256, kStride = 84;
+  __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
+    const int h = j / 4, shift = 2 * (j % 4);
+    float d = ld_f16(b + 80), dmin = ld_f16(b + 82);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      int sc = b[2 * j + k];
+      c.a[k] = d * static_cast<float>(sc & 15);
+      c.b[k] = -(dmin * static_cast<float>(sc >> 4));
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) c.q[i] = (ld32(b + 16 + 32 * h + 4 * i) >> shift) & 0x03030303;
+  }
+};
+
+template <>
+struct Decoder<11> {  // Q3_K: hmask@0 qs@32 scales@96 d@108
+  static constexpr int kBlock = 256, kStride = 112;
+  __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
+    const int h = j / 4, jj = j % 4;
+    const uint8_t* S = b + 96;
+    float d = ld_f16(b + 108);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      int s = 2 * j + k;
+      int lo = s < 8 ? (S[s] & 15) : (S[s - 8] >> 4);
+      int hi = (S[8 + s % 4] >> (2 * (s / 4))) & 3;
+      c.a[k] = d * static_cast<float>((lo | (hi << 4)) - 32);
+      c.b[k] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      int low = (ld32(b + 32 + 32 * h + 4 * i) >> (2 * jj)) & 0x03030303;
+      int hm = (ld32(b + 4 * i) >> (4 * h + jj)) & 0x01010101;
+      c.q[i] = __vsub4(low | (hm << 2), 0x04040404);
+    }
+  }
+};
+
+__device__ __forceinline__ void scale_min_k4(int j, const uint8_t* S, int& sc, int& m) {
+  if (j < 4) {
+    sc = S[j] & 63;
+    m = S[j + 4] & 63;
+  } else {
+    sc = (S[j + 4] & 15) | ((S[j - 4] >> 6) << 4);
+    m = (S[j + 4] >> 4) | ((S[j] >> 6) << 4);
+  }
+}
+
+template <>
+struct Decoder<12> {  // Q4_K: d@0 dmin@2 scales@4 qs@16
+  static constexpr int kBlock = 256, kStride = 144;
+  __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
+    int sc, m;
+    scale_min_k4(j, b + 4, sc, m);
+    set_affine(c, ld_f16(b) * static_cast<float>(sc), -(ld_f16(b + 2) * static_cast<float>(m)));
+    const int4* qs = reinterpret_cast<const int4*>(b + 16 + 32 * (j / 2));
+    int4 w0 = qs[0], w1 = qs[1];
+    const int shift = 4 * (j % 2);
+    int w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) c.q[i] = (w[i] >> shift) & 0x0F0F0F0F;
+  }
+};
+
+template <>
+struct Decoder<13> {  // Q5_K: d@0 dmin@2 scales@4 qh@16 qs@48
+  static constexpr int kBlock = 256, kStride = 176;
+  __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
+    int sc, m;
+    scale_min_k4(j, b + 4, sc, m);
+    set_affine(c, ld_f16(b) * static_cast<float>(sc), -(ld_f16(b + 2) * static_cast<float>(m)));
+    const int shift = 4 * (j % 2);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      int lo = (ld32(b + 48 + 32 * (j / 2) + 4 * i) >> shift) & 0x0F0F0F0F;
+      int hb = (ld32(b + 16 + 4 * i) >> j) & 0x01010101;
+      c.q[i] = lo | (hb << 4);
+    }
+  }
+};
+
+template <>
+struct Decoder<14> {  // Q6_K: ql@0 qh@128 scales@192 d@208
+  static constexpr int kBlock = 256, kStride = 212;
+  __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
+    const int h = j / 4, u = j % 4;
+    float d = ld_f16(b + 208);
+    const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      c.a[k] = d * static_cast<float>(scales[8 * h + 2 * u + k]);
+      c.b[k] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      int lo = (ld32(b + 64 * h + 32 * (u & 1) + 4 * i) >> (4 * (u >> 1))) & 0x0F0F0F0F;
+      int hi = (ld32(b + 128 + 32 * h + 4 * i) >> (2 * u)) & 0x03030303;
+      c.q[i] = __vsub4(lo | (hi << 4), 0x20202020);
+    }
+  }
+};
+
+template <>
+struct Decoder<20> {  // IQ4_NL: d@2 qs@4
+  static constexpr int kBlock = 32, kStride = 20;
+  __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
+    set_affine(c, ld_f16(b + 2), 0.0f);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      int w = ld32(b + 4 + 4 * i);
+      c.q[i] = iq4_lookup(w & 0x0F0F0F0F);
+      c.q[i + 4] = iq4_lookup((w >> 4) & 0x0F0F0F0F);
+    }
+  }
+};
+
+template <>
+struct Decoder<23> {  // IQ4_XS: d@0 scales_h@2 scales_l@4 qs@8
+  static constexpr int kBlock = 256, kStride = 136;
+  __device__ static void chunk(const uint8_t* b, int ib, Chunk& c) {
+    uint32_t scales_h = ld_u16(b + 2);
+    int lo = (b[4 + ib / 2] >> (4 * (ib % 2))) & 15;
+    int hi = (scales_h >> (2 * ib)) & 3;
+    set_affine(c, ld_f16(b) * static_cast<float>((lo | (hi << 4)) - 32), 0.0f);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      int w = ld32(b + 8 + 16 * ib + 4 * i);
+      c.q[i] = iq4_lookup(w & 0x0F0F0F0F);
+      c.q[i + 4] = iq4_lookup((w >> 4) & 0x0F0F0F0F);
+    }
+  }
+};
+
+template <int T>
+struct TypeTag {
+  static constexpr int value = T;
+};
+
+// Calls f(TypeTag<TYPE>{}) for a runtime ggml type; false when the type has
+// no decoder.
+template <typename F>
+bool dispatch_type(uint32_t type, F&& f) {
+  switch (type) {
+    case 2: f(TypeTag<2>{}); return true;
+    case 3: f(TypeTag<3>{}); return true;
+    case 6: f(TypeTag<6>{}); return true;
+    case 7: f(TypeTag<7>{}); return true;
+    case 8: f(TypeTag<8>{}); return true;
+    case 10: f(TypeTag<10>{}); return true;
+    case 11: f(TypeTag<11>{}); return true;
+    case 12: f(TypeTag<12>{}); return true;
+    case 13: f(TypeTag<13>{}); return true;
+    case 14: f(TypeTag<14>{}); return true;
+    case 20: f(TypeTag<20>{}); return true;
+    case 23: f(TypeTag<23>{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace aph::gguf::cuda

@@ -1,0 +1,263 @@
+// GGUF CUDA kernels: activation quantization, the small-batch matvec (integer
+// dot products on int8 codes, like llama.cpp's MMVQ: weights are read once and
+// x costs one byte per element), dequantization to F16/BF16 for the
+// prefill GEMM and for get_rows, and small helpers.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "plugins/quant-gguf/cuda/decode.cuh"
+#include "plugins/quant-gguf/cuda/kernels.hpp"
+
+namespace aph::gguf::cuda {
+
+namespace {
+
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename T>
+__global__ void quantize_act_kernel(const T* x, int64_t nblocks, int8_t* xq, float* xd, float* xs) {
+  const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (blk >= nblocks) return;  // uniform per warp
+  float v = to_float(x[blk * 32 + lane]);
+  float amax = fabsf(v);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = amax / 127.0f;
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  int q = __float2int_rn(v * inv);
+  xq[blk * 32 + lane] = static_cast<int8_t>(q);
+  int s = q;
+#pragma unroll
+  for (int o = 8; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0) {
+    xd[blk] = d;
+    xs[2 * blk] = d * static_cast<float>(s);
+  } else if (lane == 16) {
+    xs[2 * blk + 1] = d * static_cast<float>(s);
+  }
+}
+
+constexpr int kWarpsPerBlock = 4;
+
+// One warp per output row; lanes stride over the row's 32-element chunks.
+// MT is the batch capacity (1 or 8); m <= MT rows of x are live.
+template <int TYPE, int MT, typename T>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    matvec_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const int8_t* __restrict__ xq,
+                  const float* __restrict__ xd, const float* __restrict__ xs, int m,
+                  const float* __restrict__ bias, T* __restrict__ y) {
+  using D = Decoder<TYPE>;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= n) return;
+  constexpr int kChunksPerBlock = D::kBlock / 32;
+  const int64_t chunks = k / 32;
+  const uint8_t* wrow = w + row * (k / D::kBlock) * D::kStride;
+  float acc[MT];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) acc[i] = 0.0f;
+#pragma unroll 2
+  for (int64_t c = lane; c < chunks; c += 32) {
+    Chunk ch;
+    D::chunk(wrow + (c / kChunksPerBlock) * D::kStride, static_cast<int>(c % kChunksPerBlock), ch);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      if (i < m) {
+        const int4* xv = reinterpret_cast<const int4*>(xq + i * k + c * 32);
+        const int4 x0 = __ldg(xv), x1 = __ldg(xv + 1);
+        int s0 = __dp4a(ch.q[0], x0.x, 0);
+        s0 = __dp4a(ch.q[1], x0.y, s0);
+        s0 = __dp4a(ch.q[2], x0.z, s0);
+        s0 = __dp4a(ch.q[3], x0.w, s0);
+        int s1 = __dp4a(ch.q[4], x1.x, 0);
+        s1 = __dp4a(ch.q[5], x1.y, s1);
+        s1 = __dp4a(ch.q[6], x1.z, s1);
+        s1 = __dp4a(ch.q[7], x1.w, s1);
+        const float d = __ldg(xd + i * chunks + c);
+        const float2 sx = __ldg(reinterpret_cast<const float2*>(xs + i * 2 * chunks + 2 * c));
+        acc[i] += d * (ch.a[0] * static_cast<float>(s0) + ch.a[1] * static_cast<float>(s1)) +
+                  ch.b[0] * sx.x + ch.b[1] * sx.y;
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+    if (i < m) {
+      float v = warp_sum(acc[i]);
+      if (lane == 0) y[i * n + row] = from_float<T>(v + (bias ? bias[row] : 0.0f));
+    }
+  }
+}
+
+// One thread per (row, 32-element chunk). Rounds each product and sum
+// separately so the values equal the CPU reference decoding exactly.
+template <int TYPE, typename T>
+__global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k,
+                                    const int32_t* __restrict__ rows, int64_t m, T* __restrict__ out,
+                                    int* bad_id) {
+  using D = Decoder<TYPE>;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t chunks = k / 32;
+  if (idx >= m * chunks) return;
+  const int64_t i = idx / chunks, c = idx % chunks;
+  const int64_t r = rows ? rows[i] : i;
+  T* o = out + i * k + c * 32;
+  if (r < 0 || r >= n) {
+    for (int e = 0; e < 32; ++e) o[e] = from_float<T>(0.0f);
+    if (c == 0 && bad_id) *bad_id = 1;
+    return;
+  }
+  constexpr int kChunksPerBlock = D::kBlock / 32;
+  Chunk ch;
+  D::chunk(w + r * (k / D::kBlock) * D::kStride + (c / kChunksPerBlock) * D::kStride,
+           static_cast<int>(c % kChunksPerBlock), ch);
+#pragma unroll
+  for (int e = 0; e < 32; ++e) {
+    const int q = static_cast<int8_t>(ch.q[e / 4] >> (8 * (e % 4)));
+    const float v = __fadd_rn(__fmul_rn(ch.a[e / 16], static_cast<float>(q)), ch.b[e / 16]);
+    o[e] = from_float<T>(v);
+  }
+}
+
+template <typename T>
+__global__ void add_bias_kernel(T* y, int64_t m, int64_t n, const float* bias) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= m * n) return;
+  y[idx] = from_float<T>(to_float(y[idx]) + bias[idx % n]);
+}
+
+template <typename T>
+__global__ void convert_kernel(const uint8_t* src, uint32_t src_type, int64_t count, T* dst) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  float v;
+  if (src_type == 0)
+    v = reinterpret_cast<const float*>(src)[i];
+  else if (src_type == 1)
+    v = __half2float(reinterpret_cast<const __half*>(src)[i]);
+  else
+    v = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(src)[i]);
+  dst[i] = from_float<T>(v);
+}
+
+__global__ void gather_rows_kernel(const uint16_t* w, int64_t n, int64_t k, const int32_t* ids,
+                                   int64_t m, uint16_t* out) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= m * k) return;
+  const int64_t i = idx / k, c = idx % k;
+  const int64_t r = ids[i];
+  out[idx] = (r >= 0 && r < n) ? w[r * k + c] : 0;
+}
+
+unsigned grid_for(int64_t work, int threads) {
+  return static_cast<unsigned>((work + threads - 1) / threads);
+}
+
+template <typename T>
+int matvec_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
+                 const float* xd, const float* xs, int64_t m, const float* bias, T* y,
+                 cudaStream_t s) {
+  bool ok = dispatch_type(type, [&](auto tag) {
+    constexpr int kType = decltype(tag)::value;
+    const unsigned grid = grid_for(n, kWarpsPerBlock);
+    if (m == 1)
+      matvec_kernel<kType, 1, T><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, n, k, xq, xd, xs, 1, bias, y);
+    else
+      matvec_kernel<kType, 8, T><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, n, k, xq, xd, xs,
+                                                                      static_cast<int>(m), bias, y);
+  });
+  if (!ok) return static_cast<int>(cudaErrorInvalidValue);
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <typename T>
+int dequant_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int32_t* rows,
+                  int64_t m, T* out, int* bad_id, cudaStream_t s) {
+  bool ok = dispatch_type(type, [&](auto tag) {
+    constexpr int kType = decltype(tag)::value;
+    dequant_rows_kernel<kType, T><<<grid_for(m * (k / 32), 256), 256, 0, s>>>(w, n, k, rows, m, out, bad_id);
+  });
+  if (!ok) return static_cast<int>(cudaErrorInvalidValue);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+bool has_kernels(uint32_t type) {
+  return dispatch_type(type, [](auto) {});
+}
+
+int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
+                        float* xs, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  const int64_t nblocks = m * k / 32;
+  const unsigned grid = grid_for(nblocks * 32, 256);
+  if (bf16)
+    quantize_act_kernel<<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(x), nblocks, xq, xd, xs);
+  else
+    quantize_act_kernel<<<grid, 256, 0, s>>>(static_cast<const __half*>(x), nblocks, xq, xd, xs);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_matvec(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
+                  const float* xd, const float* xs, int64_t m, const float* bias, void* y, bool bf16,
+                  void* stream) {
+  if (m < 1 || m > 8) return static_cast<int>(cudaErrorInvalidValue);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (bf16)
+    return matvec_typed(type, w, n, k, xq, xd, xs, m, bias, static_cast<__nv_bfloat16*>(y), s);
+  return matvec_typed(type, w, n, k, xq, xd, xs, m, bias, static_cast<__half*>(y), s);
+}
+
+int launch_dequant_rows(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int32_t* rows,
+                        int64_t m, void* out, bool bf16, int* bad_id, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  if (bf16) return dequant_typed(type, w, n, k, rows, m, static_cast<__nv_bfloat16*>(out), bad_id, s);
+  return dequant_typed(type, w, n, k, rows, m, static_cast<__half*>(out), bad_id, s);
+}
+
+int launch_gather_rows(const void* w, int64_t n, int64_t k, const int32_t* ids, int64_t m, void* out,
+                       void* stream) {
+  gather_rows_kernel<<<grid_for(m * k, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const uint16_t*>(w), n, k, ids, m, static_cast<uint16_t*>(out));
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_add_bias(void* y, bool bf16, int64_t m, int64_t n, const float* bias, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  if (bf16)
+    add_bias_kernel<<<grid_for(m * n, 256), 256, 0, s>>>(static_cast<__nv_bfloat16*>(y), m, n, bias);
+  else
+    add_bias_kernel<<<grid_for(m * n, 256), 256, 0, s>>>(static_cast<__half*>(y), m, n, bias);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_convert(const void* src, uint32_t src_type, int64_t count, void* dst, bool bf16,
+                   void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  auto p = static_cast<const uint8_t*>(src);
+  if (bf16)
+    convert_kernel<<<grid_for(count, 256), 256, 0, s>>>(p, src_type, count, static_cast<__nv_bfloat16*>(dst));
+  else
+    convert_kernel<<<grid_for(count, 256), 256, 0, s>>>(p, src_type, count, static_cast<__half*>(dst));
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace aph::gguf::cuda

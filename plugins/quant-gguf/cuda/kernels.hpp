@@ -1,0 +1,42 @@
+// Launchers of the GGUF CUDA kernels. Plain C++ (no CUDA headers needed by
+// callers); every function launches on `stream` only and returns a
+// cudaError_t value (0 = success). Weights are in the padded device layout
+// (device_layout.hpp); activations are F16 (bf16 = false) or BF16.
+#pragma once
+
+#include <cstdint>
+
+namespace aph::gguf::cuda {
+
+bool has_kernels(uint32_t ggml_type);
+
+// x [m, k] -> int8 codes [m, k], scales per 32 [m, k/32], scaled sums per 16
+// [m, k/16] (the activation side of the integer dot products).
+int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
+                        float* xs, void* stream);
+
+// y[m, n] = W · x (+ bias) for m <= 8, reading W once.
+int launch_matvec(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
+                  const float* xd, const float* xs, int64_t m, const float* bias, void* y, bool bf16,
+                  void* stream);
+
+// out[i, :] = W[rows[i], :] for i < m (rows == nullptr: row i), as F16/BF16.
+// Ids outside [0, n) produce zero rows and set *bad_id (device int) to 1.
+int launch_dequant_rows(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k,
+                        const int32_t* rows, int64_t m, void* out, bool bf16, int* bad_id,
+                        void* stream);
+
+// out[i, :] = W[ids[i], :] for a W already in the activation dtype; bad ids
+// give zero rows.
+int launch_gather_rows(const void* w, int64_t n, int64_t k, const int32_t* ids, int64_t m, void* out,
+                       void* stream);
+
+// y[i, :] += bias for i < m.
+int launch_add_bias(void* y, bool bf16, int64_t m, int64_t n, const float* bias, void* stream);
+
+// Converts a float row-major matrix (F32 bytes, F16 or BF16 per src_type
+// ggml id 0/1/30) to the activation dtype, for float weights.
+int launch_convert(const void* src, uint32_t src_type, int64_t count, void* dst, bool bf16,
+                   void* stream);
+
+}  // namespace aph::gguf::cuda

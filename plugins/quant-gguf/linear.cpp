@@ -1,0 +1,124 @@
+#include "plugins/quant-gguf/linear.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/common/error.hpp"
+#include "core/common/half.hpp"
+#include "plugins/quant-gguf/container/ggml_types.hpp"
+#include "plugins/quant-gguf/cuda/cuda_linear.hpp"
+#include "plugins/quant-gguf/plugin_state.hpp"
+
+namespace aph::gguf {
+
+namespace {
+
+std::vector<float> bias_values(const aph_weight_info* b, int64_t n, const std::string& layer) {
+  if (!b) return {};
+  if (b->rank != 1 || b->shape[0] != n)
+    throw invalid_argument("linear " + layer + ": bias shape does not match out_features " + std::to_string(n));
+  std::vector<float> out(n);
+  const auto* p = static_cast<const uint8_t*>(b->data);
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    switch (b->dtype) {
+      case APH_DTYPE_F32: std::memcpy(&out[i], p + 4 * i, 4); break;
+      case APH_DTYPE_F16: std::memcpy(&h, p + 2 * i, 2); out[i] = f16_to_f32(h); break;
+      case APH_DTYPE_BF16: std::memcpy(&h, p + 2 * i, 2); out[i] = bf16_to_f32(h); break;
+      default: throw invalid_argument("linear " + layer + ": bias dtype must be F32, F16 or BF16");
+    }
+  }
+  return out;
+}
+
+void check_matrix(const aph_tensor& t, int32_t dtype, int32_t device, int64_t cols, const char* what,
+                  const std::string& layer) {
+  if (t.size < sizeof(aph_tensor)) throw invalid_argument(layer + ": " + what + " descriptor too small");
+  if (t.dtype != dtype) throw invalid_argument("linear " + layer + ": " + what + " has the wrong dtype");
+  if (t.device != device) throw invalid_argument("linear " + layer + ": " + what + " is on the wrong device");
+  if (t.rank != 2 || t.shape[1] != cols || t.shape[0] < 0)
+    throw invalid_argument("linear " + layer + ": " + what + " must be [M, " + std::to_string(cols) + "]");
+  if (t.shape[0] > 0 && (t.strides[1] != 1 || t.strides[0] != cols))
+    throw invalid_argument("linear " + layer + ": " + what + " must be contiguous");
+  if (t.shape[0] > 0 && t.data == nullptr) throw invalid_argument("linear " + layer + ": " + what + " has no data");
+}
+
+}  // namespace
+
+uint32_t ggml_type_of(const aph_weight_info& w, const std::string& layer) {
+  switch (w.dtype) {
+    case -1: return w.format_type;
+    case APH_DTYPE_F32: return kF32;
+    case APH_DTYPE_F16: return kF16;
+    case APH_DTYPE_BF16: return kBF16;
+    default:
+      throw Error(APH_ERR_UNSUPPORTED, "linear " + layer + ": weight dtype " + std::to_string(w.dtype) +
+                                           " is not a GGUF weight type");
+  }
+}
+
+Linear::Linear(PluginState& state, const aph_linear_desc& desc)
+    : name_(desc.name ? desc.name : "?"), device_(desc.device), act_dtype_(desc.act_dtype),
+      k_(desc.in_features), n_(desc.out_features) {
+  if (desc.n_parts != 1 || !desc.parts)
+    throw invalid_argument("linear " + name_ + ": a GGUF linear has exactly one weight tensor, got " +
+                           std::to_string(desc.n_parts));
+  const aph_weight_info& w = desc.parts[0];
+  uint32_t type = ggml_type_of(w, name_);
+  auto traits = type_traits(type);
+  if (!traits) throw invalid_argument("linear " + name_ + ": unknown ggml type " + std::to_string(type));
+  if (w.rank != 2 || w.shape[0] != n_ || w.shape[1] != k_)
+    throw invalid_argument("linear " + name_ + ": weight shape is not [" + std::to_string(n_) + ", " +
+                           std::to_string(k_) + "]");
+  if (k_ <= 0 || n_ <= 0 || k_ % traits->block_elems != 0)
+    throw invalid_argument("linear " + name_ + ": in_features " + std::to_string(k_) +
+                           " is not a multiple of the " + std::string(traits->name) + " block size");
+  uint64_t row_bytes = static_cast<uint64_t>(k_ / traits->block_elems) * traits->block_bytes;
+  if (w.nbytes != row_bytes * static_cast<uint64_t>(n_) || !w.data)
+    throw invalid_argument("linear " + name_ + ": weight has " + std::to_string(w.nbytes) +
+                           " bytes, expected " + std::to_string(row_bytes * n_));
+  std::vector<float> bias = bias_values(desc.bias, n_, name_);
+  const auto* bytes = static_cast<const uint8_t*>(w.data);
+  if (device_ == APH_DEVICE_CPU) {
+    if (act_dtype_ != APH_DTYPE_F32)
+      throw Error(APH_ERR_UNSUPPORTED, "linear " + name_ + ": CPU activations must be F32");
+    cpu_ = std::make_unique<CpuLinear>(type, k_, n_, bytes, std::move(bias), state.cpu_exact);
+  } else {
+    if (act_dtype_ != APH_DTYPE_F16 && act_dtype_ != APH_DTYPE_BF16)
+      throw Error(APH_ERR_UNSUPPORTED, "linear " + name_ + ": CUDA activations must be F16 or BF16");
+    cuda_ = std::make_unique<CudaLinear>(state, type, k_, n_, bytes, bias, device_, act_dtype_,
+                                         desc.stream, name_);
+  }
+}
+
+Linear::~Linear() = default;
+
+void Linear::forward(const aph_tensor& x, aph_tensor& y, aph_stream stream) {
+  check_matrix(x, act_dtype_, device_, k_, "x", name_);
+  check_matrix(y, act_dtype_, device_, n_, "y", name_);
+  if (x.shape[0] != y.shape[0]) throw invalid_argument("linear " + name_ + ": x and y differ in M");
+  const int64_t m = x.shape[0];
+  if (m == 0) return;
+  if (cpu_)
+    cpu_->forward(static_cast<const float*>(x.data), m, static_cast<float*>(y.data));
+  else
+    cuda_->forward(x.data, m, y.data, stream);
+}
+
+void Linear::get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream) {
+  if (ids.dtype != APH_DTYPE_I32 || ids.rank != 1 || ids.device != device_)
+    throw invalid_argument("linear " + name_ + ": get_rows ids must be I32 [M] on the layer's device");
+  check_matrix(out, act_dtype_, device_, k_, "out", name_);
+  if (out.shape[0] != ids.shape[0]) throw invalid_argument("linear " + name_ + ": ids and out differ in M");
+  const int64_t m = ids.shape[0];
+  if (m == 0) return;
+  if (cpu_)
+    cpu_->get_rows(static_cast<const int32_t*>(ids.data), m, static_cast<float*>(out.data));
+  else
+    cuda_->get_rows(static_cast<const int32_t*>(ids.data), m, out.data, stream);
+}
+
+uint64_t Linear::device_bytes() const { return cuda_ ? cuda_->device_bytes() : 0; }
+
+}  // namespace aph::gguf

@@ -1,0 +1,37 @@
+// One quantized linear layer behind the ABI: validates descriptors and
+// tensors, then runs the CPU or the CUDA implementation.
+#pragma once
+
+#include <memory>
+
+#include "aphrodite/quant.h"
+#include "plugins/quant-gguf/cpu/linear_cpu.hpp"
+
+namespace aph::gguf {
+
+struct PluginState;
+class CudaLinear;
+
+class Linear {
+ public:
+  Linear(PluginState& state, const aph_linear_desc& desc);
+  ~Linear();
+
+  void forward(const aph_tensor& x, aph_tensor& y, aph_stream stream);
+  void get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream);
+  uint64_t device_bytes() const;
+
+ private:
+  std::string name_;
+  int32_t device_;
+  int32_t act_dtype_;
+  int64_t k_, n_;
+  std::unique_ptr<CpuLinear> cpu_;
+  std::unique_ptr<CudaLinear> cuda_;
+};
+
+// The ggml type of a weight part: its format_type when dtype is -1, or the
+// ggml equivalent of a plain F32/F16/BF16 dtype. Throws for anything else.
+uint32_t ggml_type_of(const aph_weight_info& w, const std::string& layer);
+
+}  // namespace aph::gguf

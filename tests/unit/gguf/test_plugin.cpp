@@ -1,0 +1,283 @@
+// The built plugin .so through the C ABI only: negotiation, probe, the model
+// source on the real SmolLM2 file and on synthetic qwen2/yarn files, linear
+// layers, and errors crossing as values.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "aphrodite/quant.h"
+#include "plugins/quant-gguf/container/ggml_types.hpp"
+#include "plugins/quant-gguf/container/gguf_writer.hpp"
+#include "plugins/quant-gguf/cpu/dequant.hpp"
+#include "tests/unit/gguf/random_blocks.hpp"
+
+namespace json = boost::json;
+using namespace aph::gguf;
+
+namespace {
+
+const char* kModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+struct Host {
+  static void log(void*, int32_t, const char*) {}
+  static const char* config(void*) { return "{\"cpu_exact\": false}"; }
+  static void* alloc(void*, int32_t, uint64_t bytes, aph_error*) { return std::malloc(bytes); }
+  static void free_(void*, int32_t, void* p) { std::free(p); }
+  static int32_t device(void*) { return APH_DEVICE_CPU; }
+};
+
+class Plugin : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* dir = std::getenv("APH_PLUGIN_DIR");
+    std::string path = std::string(dir ? dir : "build/plugins") + "/aph_quant_gguf.so";
+    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+    auto entry = reinterpret_cast<aph_plugin_entry_fn>(dlsym(handle_, APH_PLUGIN_ENTRY_SYMBOL));
+    ASSERT_NE(entry, nullptr);
+    aph_version_offer offer{sizeof(offer), APH_ABI_MAJOR, 0, APH_ABI_MINOR};
+    aph_error err{};
+    ASSERT_EQ(entry(&offer, &info_, &err), APH_OK) << err.message;
+    vt_ = static_cast<const aph_quant_vtable*>(info_.vtable);
+    services_.size = sizeof(services_);
+    services_.log = Host::log;
+    services_.config_json = Host::config;
+    services_.device_alloc = Host::alloc;
+    services_.device_free = Host::free_;
+    services_.active_device = Host::device;
+    ASSERT_EQ(info_.init(&services_, &state_, &err), APH_OK) << err.message;
+  }
+  static void TearDownTestSuite() {
+    if (info_.shutdown) info_.shutdown(state_);
+  }
+
+  static float probe(const std::string& path) {
+    aph_checkpoint_desc d{sizeof(d), path.c_str(), nullptr, nullptr};
+    float score = -1;
+    aph_error err{};
+    EXPECT_EQ(vt_->probe(state_, &d, &score, &err), APH_OK);
+    return score;
+  }
+
+  static inline void* handle_ = nullptr;
+  static inline aph_plugin_info info_{};
+  static inline const aph_quant_vtable* vt_ = nullptr;
+  static inline aph_host_services services_{};
+  static inline void* state_ = nullptr;
+};
+
+std::string write_temp(const std::string& name, const std::vector<uint8_t>& bytes) {
+  auto p = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf");
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return p.string();
+}
+
+}  // namespace
+
+TEST_F(Plugin, NegotiatesAndRejectsOtherMajors) {
+  EXPECT_EQ(info_.kind, APH_KIND_QUANT);
+  EXPECT_STREQ(vt_->format_name, "gguf");
+  auto entry = reinterpret_cast<aph_plugin_entry_fn>(dlsym(handle_, APH_PLUGIN_ENTRY_SYMBOL));
+  aph_version_offer offer{sizeof(offer), APH_ABI_MAJOR + 1, 0, 0};
+  aph_plugin_info info{};
+  aph_error err{};
+  EXPECT_EQ(entry(&offer, &info, &err), APH_ERR_VERSION);
+}
+
+TEST_F(Plugin, ProbeScoresGgufOnly) {
+  if (std::filesystem::exists(kModel)) {
+    EXPECT_EQ(probe(kModel), 100.0f);
+  }
+  EXPECT_EQ(probe("/nonexistent/file.gguf"), 0.0f);
+  EXPECT_EQ(probe("/"), 0.0f);
+  EXPECT_EQ(probe(write_temp("notgguf", {'P', 'K', 3, 4, 0, 0})), 0.0f);
+}
+
+TEST_F(Plugin, RealModelSource) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "run scripts/fetch-default-model.sh";
+  aph_checkpoint_desc d{sizeof(d), kModel, nullptr, nullptr};
+  aph_model_source* src = nullptr;
+  aph_error err{};
+  ASSERT_EQ(vt_->source_open(state_, &d, &src, &err), APH_OK) << err.message;
+  json::value meta = json::parse(vt_->source_metadata_json(src));
+  const auto& c = meta.at("config").as_object();
+  EXPECT_EQ(c.at("architectures").as_array()[0].as_string(), "LlamaForCausalLM");
+  EXPECT_EQ(json::value_to<int64_t>(c.at("hidden_size")), 576);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("intermediate_size")), 1536);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("num_hidden_layers")), 30);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("num_attention_heads")), 9);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("num_key_value_heads")), 3);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("head_dim")), 64);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("vocab_size")), 49152);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("max_position_embeddings")), 8192);
+  EXPECT_DOUBLE_EQ(c.at("rope_theta").as_double(), 100000.0);
+  EXPECT_NEAR(c.at("rms_norm_eps").as_double(), 1e-5, 1e-12);
+  EXPECT_TRUE(c.at("tie_word_embeddings").as_bool());
+  EXPECT_FALSE(c.at("attention_bias").as_bool());
+  EXPECT_TRUE(c.at("rope_scaling").is_null());
+  EXPECT_TRUE(meta.at("rope_interleaved").as_bool());
+  EXPECT_TRUE(meta.at("chat_template").is_string());
+  const auto& tok = meta.at("tokenizer").as_object();
+  EXPECT_EQ(tok.at("tokenizer.ggml.tokens").as_array().size(), 49152u);
+  EXPECT_EQ(tok.at("tokenizer.ggml.model").as_string(), "gpt2");
+  EXPECT_TRUE(meta.at("metadata").as_object().contains("general.architecture"));
+  EXPECT_FALSE(meta.at("metadata").as_object().contains("tokenizer.ggml.tokens"));
+
+  ASSERT_EQ(vt_->source_tensor_count(src), 272u);
+  std::map<std::string, aph_weight_info> by_name;
+  for (uint64_t i = 0; i < vt_->source_tensor_count(src); ++i) {
+    aph_weight_info w{};
+    w.size = sizeof(w);
+    ASSERT_EQ(vt_->source_tensor(src, i, &w, &err), APH_OK) << err.message;
+    by_name[w.name] = w;
+  }
+  const auto& emb = by_name.at("model.embed_tokens.weight");
+  EXPECT_EQ(emb.dtype, -1);
+  EXPECT_EQ(emb.format_type, kQ8_0);
+  EXPECT_STREQ(emb.type_name, "Q8_0");
+  ASSERT_EQ(emb.rank, 2);
+  EXPECT_EQ(emb.shape[0], 49152);
+  EXPECT_EQ(emb.shape[1], 576);
+  const auto& norm = by_name.at("model.layers.3.input_layernorm.weight");
+  EXPECT_EQ(norm.dtype, APH_DTYPE_F32);
+  EXPECT_EQ(norm.nbytes, 576u * 4);
+  const auto& down = by_name.at("model.layers.29.mlp.down_proj.weight");
+  EXPECT_EQ(down.shape[0], 576);
+  EXPECT_EQ(down.shape[1], 1536);
+  EXPECT_TRUE(by_name.count("model.norm.weight"));
+  EXPECT_TRUE(by_name.count("model.layers.0.self_attn.k_proj.weight"));
+  EXPECT_EQ(by_name.count("lm_head.weight"), 0u);
+  aph_weight_info w{};
+  EXPECT_EQ(vt_->source_tensor(src, 272, &w, &err), APH_ERR_INVALID_ARGUMENT);
+
+  // A linear layer over a real Q4_1 tensor, checked against dequantize.
+  aph_linear_desc ld{};
+  ld.size = sizeof(ld);
+  ld.name = "model.layers.29.mlp.down_proj";
+  ld.in_features = 1536;
+  ld.out_features = 576;
+  ld.device = APH_DEVICE_CPU;
+  ld.act_dtype = APH_DTYPE_F32;
+  ld.n_parts = 1;
+  ld.parts = &down;
+  aph_quant_linear* lin = nullptr;
+  ASSERT_EQ(vt_->linear_create(state_, &ld, &lin, &err), APH_OK) << err.message;
+  std::vector<float> x(2 * 1536), y(2 * 576), wf(576 * 1536);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i);
+  dequantize_row(kQ4_1, static_cast<const uint8_t*>(down.data), wf.data(), 576 * 1536);
+  aph_tensor xt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, x.data(), {2, 1536}, {1536, 1}};
+  aph_tensor yt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, y.data(), {2, 576}, {576, 1}};
+  ASSERT_EQ(vt_->linear_forward(lin, &xt, &yt, nullptr, &err), APH_OK) << err.message;
+  for (int m = 0; m < 2; ++m)
+    for (int n = 0; n < 576; ++n) {
+      double ref = 0, mag = 0;
+      for (int k = 0; k < 1536; ++k) {
+        ref += double(wf[n * 1536 + k]) * x[m * 1536 + k];
+        mag += std::fabs(double(wf[n * 1536 + k]) * x[m * 1536 + k]);
+      }
+      ASSERT_NEAR(y[m * 576 + n], ref, 1e-2 * mag + 1e-5);
+    }
+  // Wrong shapes are errors, not crashes.
+  aph_tensor bad = xt;
+  bad.shape[1] = 1000;
+  EXPECT_EQ(vt_->linear_forward(lin, &bad, &yt, nullptr, &err), APH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("down_proj"), std::string::npos) << err.message;
+  EXPECT_EQ(vt_->linear_device_bytes(lin), 0u);
+  vt_->linear_destroy(lin);
+
+  // Quantized embedding rows.
+  ld.name = "model.embed_tokens";
+  ld.in_features = 576;
+  ld.out_features = 49152;
+  ld.parts = &emb;
+  ASSERT_EQ(vt_->linear_create(state_, &ld, &lin, &err), APH_OK) << err.message;
+  std::vector<int32_t> ids = {49151, 0, 1234};
+  std::vector<float> rows(3 * 576), ref(576);
+  aph_tensor it{sizeof(aph_tensor), APH_DTYPE_I32, APH_DEVICE_CPU, 1, ids.data(), {3}, {1}};
+  aph_tensor rt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, rows.data(), {3, 576}, {576, 1}};
+  ASSERT_EQ(vt_->linear_get_rows(lin, &it, &rt, nullptr, &err), APH_OK) << err.message;
+  for (int i = 0; i < 3; ++i) {
+    dequantize_row(kQ8_0, static_cast<const uint8_t*>(emb.data) + uint64_t(ids[i]) * 18 * 34, ref.data(), 576);
+    for (int k = 0; k < 576; ++k) ASSERT_EQ(rows[i * 576 + k], ref[k]);
+  }
+  ids[1] = 49152;
+  EXPECT_EQ(vt_->linear_get_rows(lin, &it, &rt, nullptr, &err), APH_ERR_INVALID_ARGUMENT);
+  vt_->linear_destroy(lin);
+  vt_->source_close(src);
+}
+
+TEST_F(Plugin, Qwen2YarnSyntheticSource) {
+  GgufWriter w;
+  w.add_string("general.architecture", "qwen2");
+  w.add_u32("qwen2.embedding_length", 64);
+  w.add_u32("qwen2.block_count", 1);
+  w.add_u32("qwen2.feed_forward_length", 128);
+  w.add_u32("qwen2.attention.head_count", 4);
+  w.add_u32("qwen2.attention.head_count_kv", 2);
+  w.add_f32("qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+  w.add_f32("qwen2.rope.freq_base", 1000000.0f);
+  w.add_u32("qwen2.context_length", 32768);
+  w.add_string("qwen2.rope.scaling.type", "yarn");
+  w.add_f32("qwen2.rope.scaling.factor", 4.0f);
+  w.add_u32("qwen2.rope.scaling.original_context_length", 8192);
+  w.add_kv("tokenizer.ggml.tokens", {kVArray, kVString}, json::array{"a", "b", "c", "d"});
+  w.add_u32("tokenizer.ggml.eos_token_id", 3);
+  w.add_string("tokenizer.chat_template.tool_use", "{{ x }}");
+  w.add_tensor("token_embd.weight", kF16, {64, 4});
+  w.add_tensor("blk.0.attn_q.weight", kQ8_0, {64, 64});
+  w.add_tensor("blk.0.attn_q.bias", kF32, {64});
+  std::vector<std::vector<uint8_t>> data = {std::vector<uint8_t>(512), test_data::random_rows(kQ8_0, 64, 64, 1),
+                                            std::vector<uint8_t>(256)};
+  std::string path = write_temp("qwen2", w.to_bytes(data));
+  aph_checkpoint_desc d{sizeof(d), path.c_str(), nullptr, nullptr};
+  aph_model_source* src = nullptr;
+  aph_error err{};
+  ASSERT_EQ(vt_->source_open(state_, &d, &src, &err), APH_OK) << err.message;
+  json::value meta = json::parse(vt_->source_metadata_json(src));
+  const auto& c = meta.at("config").as_object();
+  EXPECT_EQ(c.at("architectures").as_array()[0].as_string(), "Qwen2ForCausalLM");
+  EXPECT_FALSE(meta.at("rope_interleaved").as_bool());
+  EXPECT_TRUE(c.at("attention_bias").as_bool());
+  EXPECT_TRUE(c.at("tie_word_embeddings").as_bool());
+  EXPECT_EQ(json::value_to<int64_t>(c.at("head_dim")), 16);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("vocab_size")), 4);
+  EXPECT_EQ(json::value_to<int64_t>(c.at("eos_token_id")), 3);
+  const auto& rs = c.at("rope_scaling").as_object();
+  EXPECT_EQ(rs.at("rope_type").as_string(), "yarn");
+  EXPECT_DOUBLE_EQ(rs.at("factor").as_double(), 4.0);
+  EXPECT_EQ(json::value_to<int64_t>(rs.at("original_max_position_embeddings")), 8192);
+  EXPECT_TRUE(meta.at("chat_template").is_null());
+  EXPECT_EQ(meta.at("chat_templates").at("tool_use").as_string(), "{{ x }}");
+  aph_weight_info t{};
+  t.size = sizeof(t);
+  ASSERT_EQ(vt_->source_tensor(src, 2, &t, &err), APH_OK);
+  EXPECT_STREQ(t.name, "model.layers.0.self_attn.q_proj.bias");
+  ASSERT_EQ(vt_->source_tensor(src, 0, &t, &err), APH_OK);
+  EXPECT_EQ(t.dtype, APH_DTYPE_F16);
+  EXPECT_EQ(t.shape[0], 4);
+  vt_->source_close(src);
+  std::filesystem::remove(path);
+}
+
+TEST_F(Plugin, BrokenFilesAreErrorsNamingTheFile) {
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  std::string path = write_temp("nokeys", w.to_bytes({}));
+  aph_checkpoint_desc d{sizeof(d), path.c_str(), nullptr, nullptr};
+  aph_model_source* src = nullptr;
+  aph_error err{};
+  EXPECT_EQ(vt_->source_open(state_, &d, &src, &err), APH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find(path), std::string::npos) << err.message;
+  EXPECT_NE(std::string(err.message).find("llama.embedding_length"), std::string::npos) << err.message;
+  std::filesystem::remove(path);
+  std::string trunc = write_temp("trunc", {'G', 'G', 'U', 'F', 3, 0, 0, 0, 1});
+  d.path = trunc.c_str();
+  EXPECT_EQ(vt_->source_open(state_, &d, &src, &err), APH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err.message).find("truncated"), std::string::npos) << err.message;
+  std::filesystem::remove(trunc);
+}

@@ -33,8 +33,20 @@ void* alloc(PluginState& st, int32_t device, uint64_t bytes, const std::string& 
   return p;
 }
 
-// Activation scratch for m rows of k: int8 codes, scales per 32, sums per 16.
-uint64_t act_bytes(int64_t m, int64_t k) { return m * k + m * (k / 32) * 4 + m * (k / 16) * 4; }
+uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
+
+// Activation scratch for m rows of k: int8 codes, scales per 32, sums per 16,
+// each section 256-byte aligned (the kernels use 16- and 8-byte loads).
+struct ActLayout {
+  uint64_t xd, xs, total;
+};
+ActLayout act_layout(int64_t m, int64_t k) {
+  ActLayout l{};
+  l.xd = align256(static_cast<uint64_t>(m * k));
+  l.xs = align256(l.xd + m * (k / 32) * 4);
+  l.total = l.xs + m * (k / 16) * 4;
+  return l;
+}
 
 }  // namespace
 
@@ -104,7 +116,7 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_
                                                   cudaMemcpyHostToDevice, s)),
                  "linear " + name_ + ": upload");
       check_cuda(static_cast<int>(cudaStreamSynchronize(s)), "linear " + name_ + ": upload");
-      state.cuda->reserve(act_bytes(kMatvecMaxM, k), static_cast<uint64_t>(n) * k * 2, stream);
+      state.cuda->reserve(act_layout(kMatvecMaxM, k).total, static_cast<uint64_t>(n) * k * 2, stream);
     }
     if (!bias.empty()) {
       bias_bytes_ = bias.size() * sizeof(float);
@@ -150,9 +162,10 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
   }
   const auto* w = static_cast<const uint8_t*>(weight_);
   if (m <= kMatvecMaxM) {
+    const ActLayout l = act_layout(m, k_);
     auto* xq = static_cast<int8_t*>(state_.cuda->act_scratch());
-    auto* xd = reinterpret_cast<float*>(xq + m * k_);
-    float* xs = xd + m * (k_ / 32);
+    auto* xd = reinterpret_cast<float*>(xq + l.xd);
+    auto* xs = reinterpret_cast<float*>(xq + l.xs);
     check_cuda(cuda::launch_quantize_act(x, bf16_, m, k_, xq, xd, xs, stream), what);
     for (int64_t r = 0; r < m; r += 8) {
       const int64_t mc = std::min<int64_t>(8, m - r);

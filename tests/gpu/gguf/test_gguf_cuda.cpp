@@ -1,0 +1,198 @@
+// CUDA linear and get_rows against the CPU implementation for every ggml
+// type, F16 and BF16 activations, M in {1,2,4,8,16,64,512} (matvec slices and
+// the dequantize + cuBLAS path).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/common/half.hpp"
+#include "plugins/quant-gguf/container/ggml_types.hpp"
+#include "plugins/quant-gguf/cpu/dequant.hpp"
+#include "plugins/quant-gguf/linear.hpp"
+#include "plugins/quant-gguf/plugin_state.hpp"
+#include "tests/gpu/gguf/cuda_host.hpp"
+#include "tests/unit/gguf/random_blocks.hpp"
+
+using namespace aph::gguf;
+
+namespace {
+
+struct Param {
+  uint32_t type;
+  bool bf16;
+};
+
+uint16_t to_act(float v, bool bf16) { return bf16 ? aph::f32_to_bf16(v) : aph::f32_to_f16(v); }
+float from_act(uint16_t h, bool bf16) { return bf16 ? aph::bf16_to_f32(h) : aph::f16_to_f32(h); }
+
+aph_weight_info weight_info(uint32_t type, int64_t n, int64_t k, const std::vector<uint8_t>& w) {
+  aph_weight_info wi{};
+  wi.size = sizeof(wi);
+  wi.dtype = -1;
+  wi.format_type = type;
+  wi.rank = 2;
+  wi.shape[0] = n;
+  wi.shape[1] = k;
+  wi.data = w.data();
+  wi.nbytes = w.size();
+  return wi;
+}
+
+aph_tensor view(void* p, int32_t dtype, int32_t device, std::vector<int64_t> shape) {
+  aph_tensor t{};
+  t.size = sizeof(t);
+  t.dtype = dtype;
+  t.device = device;
+  t.rank = static_cast<int32_t>(shape.size());
+  t.data = p;
+  int64_t stride = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    t.shape[i] = shape[i];
+    t.strides[i] = stride;
+    stride *= shape[i];
+  }
+  return t;
+}
+
+class GgufCuda : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+    services_ = test_gpu::cuda_services();
+    state_.services = &services_;
+    cudaStreamCreate(&stream_);
+  }
+  void TearDown() override {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  aph_host_services services_{};
+  PluginState state_;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+TEST_P(GgufCuda, ForwardMatchesCpu) {
+  const auto [type, bf16] = GetParam();
+  const int64_t k = 512, n = 200;
+  const int32_t act = bf16 ? APH_DTYPE_BF16 : APH_DTYPE_F16;
+  auto w = test_data::random_rows(type, n, k, 42 + type);
+  std::vector<float> bias(n);
+  for (int64_t j = 0; j < n; ++j) bias[j] = 0.05f * static_cast<float>(j % 11) - 0.2f;
+  aph_weight_info wi = weight_info(type, n, k, w);
+  if (type == kF32 || type == kF16 || type == kBF16) wi.dtype = type == kF32 ? APH_DTYPE_F32 : type == kF16 ? APH_DTYPE_F16 : APH_DTYPE_BF16;
+  aph_weight_info bi{};
+  bi.size = sizeof(bi);
+  bi.dtype = APH_DTYPE_F32;
+  bi.rank = 1;
+  bi.shape[0] = n;
+  bi.data = bias.data();
+  bi.nbytes = n * 4;
+
+  aph_linear_desc d{};
+  d.size = sizeof(d);
+  d.name = "test";
+  d.in_features = k;
+  d.out_features = n;
+  d.device = 0;
+  d.act_dtype = act;
+  d.n_parts = 1;
+  d.parts = &wi;
+  d.bias = &bi;
+  d.stream = stream_;
+  Linear gpu(state_, d);
+
+  std::vector<float> wf(n * k);
+  for (int64_t j = 0; j < n; ++j)
+    dequantize_row(type, w.data() + j * (w.size() / n), wf.data() + j * k, k);
+
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t m : {1, 2, 4, 8, 16, 64, 512}) {
+    std::vector<uint16_t> xh(m * k), yh(m * n);
+    std::vector<float> x(m * k);
+    for (int64_t i = 0; i < m * k; ++i) {
+      xh[i] = to_act(normal(rng), bf16);
+      x[i] = from_act(xh[i], bf16);
+    }
+    void *xd = nullptr, *yd = nullptr;
+    ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&yd, m * n * 2), cudaSuccess);
+    cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
+    aph_tensor xt = view(xd, act, 0, {m, k}), yt = view(yd, act, 0, {m, n});
+    gpu.forward(xt, yt, stream_);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    cudaMemcpy(yh.data(), yd, m * n * 2, cudaMemcpyDeviceToHost);
+    cudaFree(xd);
+    cudaFree(yd);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double ref = bias[j], mag = 0;
+        for (int64_t c = 0; c < k; ++c) {
+          ref += double(wf[j * k + c]) * x[i * k + c];
+          mag += std::fabs(double(wf[j * k + c]) * x[i * k + c]);
+        }
+        // int8 activations (matvec) or F16/BF16 weights (GEMM), then the
+        // output rounding of F16/BF16.
+        double tol = 1e-2 * mag + (bf16 ? 8e-3 : 1e-3) * std::fabs(ref) + 1e-4;
+        ASSERT_NEAR(from_act(yh[i * n + j], bf16), ref, tol)
+            << type_traits(type)->name << (bf16 ? " bf16" : " f16") << " m=" << m << " row " << i << " col " << j;
+      }
+  }
+}
+
+TEST_P(GgufCuda, GetRowsMatchesCpu) {
+  const auto [type, bf16] = GetParam();
+  const int64_t k = 512, n = 40;
+  const int32_t act = bf16 ? APH_DTYPE_BF16 : APH_DTYPE_F16;
+  auto w = test_data::random_rows(type, n, k, 7 + type);
+  aph_weight_info wi = weight_info(type, n, k, w);
+  if (type == kF32 || type == kF16 || type == kBF16) wi.dtype = type == kF32 ? APH_DTYPE_F32 : type == kF16 ? APH_DTYPE_F16 : APH_DTYPE_BF16;
+  aph_linear_desc d{};
+  d.size = sizeof(d);
+  d.name = "emb";
+  d.in_features = k;
+  d.out_features = n;
+  d.device = 0;
+  d.act_dtype = act;
+  d.n_parts = 1;
+  d.parts = &wi;
+  d.stream = stream_;
+  Linear gpu(state_, d);
+  std::vector<int32_t> ids = {39, 0, 17, 17, 5};
+  const int64_t m = ids.size();
+  void *idd = nullptr, *od = nullptr;
+  cudaMalloc(&idd, m * 4);
+  cudaMalloc(&od, m * k * 2);
+  cudaMemcpy(idd, ids.data(), m * 4, cudaMemcpyHostToDevice);
+  aph_tensor it = view(idd, APH_DTYPE_I32, 0, {m}), ot = view(od, act, 0, {m, k});
+  gpu.get_rows(it, ot, stream_);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  std::vector<uint16_t> out(m * k);
+  cudaMemcpy(out.data(), od, m * k * 2, cudaMemcpyDeviceToHost);
+  cudaFree(idd);
+  cudaFree(od);
+  std::vector<float> ref(k);
+  for (int64_t i = 0; i < m; ++i) {
+    dequantize_row(type, w.data() + ids[i] * (w.size() / n), ref.data(), k);
+    for (int64_t c = 0; c < k; ++c)
+      ASSERT_EQ(out[i * k + c], to_act(ref[c], bf16))
+          << type_traits(type)->name << " row " << ids[i] << " col " << c;
+  }
+}
+
+std::vector<Param> params() {
+  std::vector<Param> p;
+  for (uint32_t t : test_data::all_types()) {
+    p.push_back({t, false});
+    p.push_back({t, true});
+  }
+  return p;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, GgufCuda, ::testing::ValuesIn(params()), [](const auto& info) {
+  return std::string(type_traits(info.param.type)->name) + (info.param.bf16 ? "_bf16" : "_f16");
+});

@@ -18,6 +18,20 @@ class Oracle:
         f.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
                       ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]
         f.restype = ctypes.c_int
+        g = self.lib.aph_gguf_oracle_quantize
+        g.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
+                      ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]
+        g.restype = ctypes.c_int
+
+    def quantize(self, qtype: int, x: np.ndarray, nbytes: int) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+        out = np.empty(nbytes, dtype=np.uint8)
+        msg = ctypes.create_string_buffer(1024)
+        st = self.lib.aph_gguf_oracle_quantize(qtype, x.ctypes.data, x.size, out.ctypes.data,
+                                               nbytes, msg, 1024)
+        if st != 0:
+            raise RuntimeError(msg.value.decode())
+        return out
 
     def dequantize(self, qtype: int, data: np.ndarray, n: int) -> np.ndarray:
         data = np.ascontiguousarray(data).view(np.uint8).reshape(-1)

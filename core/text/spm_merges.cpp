@@ -1,7 +1,7 @@
 #include "core/text/spm_merges.hpp"
 
 #include <algorithm>
-#include <string>
+#include <string_view>
 
 #include "core/text/utf8.hpp"
 
@@ -68,7 +68,8 @@ class Session {
  private:
   void try_add_bigram(int32_t left, int32_t right) {
     if (left == -1 || right == -1) return;
-    std::string text(symbols_[left].text, symbols_[left].n + symbols_[right].n);
+    // Adjacent symbols are adjacent in the text, so the pair is one view.
+    const std::string_view text(symbols_[left].text, symbols_[left].n + symbols_[right].n);
     const int32_t token = find_id(*vocab_.token_to_id, text);
     if (token < 0 || static_cast<size_t>(token) >= vocab_.scores->size()) return;
     queue_.push_back(Bigram{(*vocab_.scores)[token], left, right, text.size()});

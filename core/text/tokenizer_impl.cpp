@@ -11,6 +11,7 @@ namespace aph::text {
 namespace {
 
 constexpr size_t kMaxCachedWordBytes = 128;
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // ▁
 constexpr size_t kMaxCachedWords = 1 << 16;
 
 // Tokens that end a turn even when the file names only eos.
@@ -102,7 +103,7 @@ TokenizerImpl::TokenizerImpl(VocabularySpec spec)
     const TokenType type = spec_.types[id];
     if (type == TokenType::normal || type == TokenType::undefined) {
       decoded_[id] = spec_.kind == ModelKind::byte_level_bpe ? byte_level_decode(text)
-                                                            : replace_all(text, "\xE2\x96\x81", " ");
+                                                            : replace_all(text, kSpaceMark, " ");
     } else if (type == TokenType::byte) {
       const auto b = parse_byte_token(text);
       decoded_[id] = b ? std::string(1, static_cast<char>(*b)) : text;
@@ -136,6 +137,12 @@ TokenizerImpl::TokenizerImpl(VocabularySpec spec)
     case ModelKind::sentencepiece_scores:
       if (spec_.scores.empty()) throw invalid_argument(src + ": a SentencePiece vocabulary needs scores");
       spm_view_ = SpmVocabView{&token_to_id_, &spec_.scores, byte_token_};
+      spm_split_words_ = std::none_of(spec_.tokens.begin(), spec_.tokens.end(), [](const std::string& t) {
+        for (size_t p = t.find(kSpaceMark, 1); p != std::string::npos; p = t.find(kSpaceMark, p + 1)) {
+          if (p < kSpaceMark.size() || t.compare(p - kSpaceMark.size(), kSpaceMark.size(), kSpaceMark) != 0) return true;
+        }
+        return false;
+      });
       break;
     case ModelKind::byte_level_bpe:
       merges_.emplace(token_to_id_, n, spec_.merges);
@@ -218,7 +225,20 @@ void TokenizerImpl::encode_segment(std::string_view segment, bool first_segment,
   }
   if (segment.empty()) return;
   if (spec_.kind == ModelKind::sentencepiece_scores) {
-    spm_encode(segment, spm_view_, out);
+    if (!spm_split_words_) {
+      spm_encode(segment, spm_view_, out);
+      return;
+    }
+    size_t start = 0;
+    for (size_t p = segment.find(kSpaceMark, 1); p != std::string_view::npos;
+         p = segment.find(kSpaceMark, p + 1)) {
+      const bool after_mark = p >= start + kSpaceMark.size() &&
+                              segment.substr(p - kSpaceMark.size(), kSpaceMark.size()) == kSpaceMark;
+      if (after_mark || p == start) continue;
+      encode_word(segment.substr(start, p - start), out);
+      start = p;
+    }
+    encode_word(segment.substr(start), out);
     return;
   }
   thread_local std::vector<std::string_view> words;
@@ -233,7 +253,7 @@ void TokenizerImpl::encode_word(std::string_view word, std::vector<int32_t>& out
   }
   {
     std::lock_guard lock(cache_mutex_);
-    auto it = word_cache_.find(std::string(word));
+    auto it = word_cache_.find(word);
     if (it != word_cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -287,6 +307,10 @@ void TokenizerImpl::initial_char_symbols(std::string_view word,
 }
 
 void TokenizerImpl::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (spec_.kind == ModelKind::sentencepiece_scores) {
+    spm_encode(word, spm_view_, out);
+    return;
+  }
   if (spec_.ignore_merges) {
     const int32_t whole = spec_.kind == ModelKind::byte_level_bpe
                               ? find_id(token_to_id_, byte_level_encode(word))

@@ -59,10 +59,15 @@ class TokenizerImpl final : public Tokenizer {
   std::array<int32_t, 256> byte_symbol_{};  // byte-level: symbol of each raw byte
   std::array<int32_t, 256> byte_token_{};   // <0xNN> tokens (byte fallback)
   SpmVocabView spm_view_{};
+  // No token has '▁' right after another character, so no token spans the
+  // start of a '▁' run: SentencePiece text can be encoded (and cached) word
+  // by word with the same result as in one piece.
+  bool spm_split_words_ = false;
 
   // Words repeat: English text re-encodes the same few thousand words.
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> word_cache_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, TransparentStringHash, std::equal_to<>>
+      word_cache_;
 };
 
 }  // namespace aph::text

@@ -1,0 +1,14 @@
+// The CPU implementation of paged_attention: the reference every other
+// backend is compared against, and what a machine without a GPU runs.
+#pragma once
+
+#include "core/attention/paged_attention.hpp"
+
+namespace aph::attention {
+
+// Both expect arguments already checked by paged_attention (shapes, dtypes);
+// they check the index data (slots, block tables, lengths) themselves.
+void write_kv_cache_cpu(const PagedAttentionArgs& args);
+void attention_cpu(const PagedAttentionArgs& args);
+
+}  // namespace aph::attention

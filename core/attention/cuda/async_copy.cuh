@@ -1,0 +1,23 @@
+// cp.async (sm_80+): 16-byte global->shared copies that bypass registers, so a
+// CTA can fetch its next KV tile while it computes on the current one.
+#pragma once
+
+#include <cstdint>
+
+namespace aph::attention::cuda {
+
+// src_bytes 0 zero-fills the destination (tokens past the end of a range).
+__device__ __forceinline__ void cp_async_16(void* smem_dst, const void* gmem_src, int src_bytes) {
+  uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src),
+               "r"(src_bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+}  // namespace aph::attention::cuda

@@ -1,0 +1,385 @@
+// Split-K decode (flash-decoding) for sequences with one query token.
+//
+// One CTA = (split, KV head x head chunk, sequence). It reads its slice of the
+// context once for every query head of the KV group (GQA), with cp.async
+// double buffering: 16-byte copies of KV tiles land in shared memory while the
+// previous tile is being used. Scores and the weighted V sum stay in fp32 with
+// an online softmax in the log2 domain; with more than one split, each CTA
+// writes (out, max, sum) to the workspace and a combine kernel merges them.
+//
+// A split's token range is derived from context_lens on the device, so a CUDA
+// graph captured once stays correct as contexts grow.
+#include <cfloat>
+#include <cmath>
+
+#include "core/attention/cuda/async_copy.cuh"
+#include "core/attention/cuda/attention_kernels.h"
+#include "core/attention/cuda/kv_types.cuh"
+#include "core/attention/split_plan.hpp"
+
+namespace aph::attention::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kGroup = kDecodeHeadsPerCta;  // query heads per CTA
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct DecodeParams {
+  const void* q;
+  void* out;
+  const uint8_t* k_cache;
+  const uint8_t* v_cache;
+  const int32_t* query_start;
+  const int32_t* context_lens;
+  const int32_t* block_tables;
+  int32_t max_blocks_per_seq;
+  int32_t num_heads;
+  int32_t num_kv_heads;
+  int32_t block_size;
+  int32_t group;
+  int32_t head_chunks;
+  int32_t splits;
+  float qk_scale;  // softmax_scale * k_scale * log2(e): scores come out in log2 units
+  float v_scale;
+  float* ws_out;  // [seq][head][split][HD]
+  float* ws_max;  // [seq][head][split]
+  float* ws_sum;
+};
+
+template <int HD, typename KvT>
+struct DecodeShape {
+  static constexpr int kTile = HD > 128 ? 32 : 64;  // tokens per KV tile
+  static constexpr int kRowBytes = HD * KvTraits<KvT>::kBytes;
+  static constexpr int kRowChunks = kRowBytes / 16;
+  // 16 bytes of padding make rows of consecutive threads start in different banks.
+  static constexpr int kRowStride = kRowBytes + 16;
+  static constexpr int kTileBytes = kTile * kRowStride;
+  static constexpr int kQkSlices = kThreads / kTile;  // threads per token in QK
+  static constexpr int kPvChunks = HD / 8;            // 8 output dims per thread in PV
+  static constexpr int kPvSlices = kThreads / kPvChunks;
+  static constexpr int kKvBytes = 4 * kTileBytes;     // K and V, double buffered
+  static constexpr int kRedBytes = kPvSlices * kGroup * HD * 4;
+  static constexpr int kBigBytes = kKvBytes > kRedBytes ? kKvBytes : kRedBytes;
+  static constexpr int kSmemBytes = kBigBytes + (kGroup * HD + kGroup * kTile + 3 * kGroup) * 4;
+};
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <int HD, typename ActT, typename KvT>
+__global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
+  using S = DecodeShape<HD, KvT>;
+  constexpr int kB = KvTraits<KvT>::kBytes;
+  constexpr int kTile = S::kTile;
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* kv_smem = smem;
+  float* q_s = reinterpret_cast<float*>(smem + S::kBigBytes);
+  float* s_s = q_s + kGroup * HD;
+  float* m_s = s_s + kGroup * kTile;
+  float* l_s = m_s + kGroup;
+  float* a_s = l_s + kGroup;
+
+  const int tid = threadIdx.x;
+  const int seq = blockIdx.z;
+  const int kvh = blockIdx.y / p.head_chunks;
+  const int g0 = (blockIdx.y % p.head_chunks) * kGroup;
+  const int G = min(kGroup, p.group - g0);
+  const int h0 = kvh * p.group + g0;
+  const int split = blockIdx.x;
+  const int q_tok = p.query_start[seq];
+  if (p.query_start[seq + 1] - q_tok != 1) return;  // prefill rows belong to the other kernel
+  const int ctx = p.context_lens[seq];
+  const int per = (ctx + p.splits - 1) / p.splits;
+  const int begin = min(ctx, split * per);
+  const int end = min(ctx, begin + per);
+  const int n_tiles = (end - begin + kTile - 1) / kTile;
+
+  const ActT* q = static_cast<const ActT*>(p.q);
+  for (int i = tid; i < G * HD; i += kThreads) {
+    const int g = i / HD, d = i % HD;
+    q_s[i] = to_float<ActT>(q[(static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + d]) * p.qk_scale;
+  }
+  if (tid < kGroup) {
+    m_s[tid] = -INFINITY;
+    l_s[tid] = 0.0f;
+  }
+
+  const int32_t* table = p.block_tables + static_cast<size_t>(seq) * p.max_blocks_per_seq;
+  const size_t slot_stride = static_cast<size_t>(p.num_kv_heads) * S::kRowBytes;
+  const size_t head_off = static_cast<size_t>(kvh) * S::kRowBytes;
+  auto issue_tile = [&](int tile, int buf) {
+    uint8_t* ks = kv_smem + 2 * buf * S::kTileBytes;
+    uint8_t* vs = ks + S::kTileBytes;
+    const int t0 = begin + tile * kTile;
+    for (int i = tid; i < kTile * S::kRowChunks; i += kThreads) {
+      const int t = i / S::kRowChunks, c = i % S::kRowChunks;
+      const int tok = t0 + t;
+      const bool valid = tok < end;
+      size_t off = 0;
+      if (valid) {
+        const int64_t blk = table[tok / p.block_size];
+        off = (static_cast<size_t>(blk) * p.block_size + tok % p.block_size) * slot_stride + head_off + c * 16;
+      }
+      cp_async_16(ks + t * S::kRowStride + c * 16, p.k_cache + off, valid ? 16 : 0);
+      cp_async_16(vs + t * S::kRowStride + c * 16, p.v_cache + off, valid ? 16 : 0);
+    }
+    cp_async_commit();
+  };
+
+  float acc[kGroup][8];
+#pragma unroll
+  for (int g = 0; g < kGroup; ++g) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  }
+  const int qk_t = tid % kTile, qk_slice = tid / kTile;
+  const int pv_c = tid % S::kPvChunks, pv_slice = tid / S::kPvChunks;
+  const bool pv_active = pv_slice < S::kPvSlices;
+  const int warp = tid / 32, lane = tid % 32;
+
+  if (n_tiles > 0) issue_tile(0, 0);
+  __syncthreads();
+  for (int it = 0; it < n_tiles; ++it) {
+    const int buf = it & 1;
+    if (it + 1 < n_tiles) {
+      issue_tile(it + 1, buf ^ 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const uint8_t* ks = kv_smem + 2 * buf * S::kTileBytes;
+    const uint8_t* vs = ks + S::kTileBytes;
+    const int t0 = begin + it * kTile;
+
+    {  // scores: thread (token, slice) covers heads slice, slice + kQkSlices, ...
+      constexpr int kPer = kGroup / S::kQkSlices;
+      float dots[kPer];
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) dots[j] = 0.0f;
+      const uint8_t* krow = ks + qk_t * S::kRowStride;
+#pragma unroll
+      for (int c = 0; c < HD / 8; ++c) {
+        float kf[8];
+        kv8_to_float<KvT>(krow + c * 8 * kB, kf);
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) {
+          const int g = qk_slice + j * S::kQkSlices;
+          if (g < G) {
+            const float* qv = q_s + g * HD + c * 8;
+            float s = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 8; ++e) s = fmaf(qv[e], kf[e], s);
+            dots[j] += s;
+          }
+        }
+      }
+      const bool valid = t0 + qk_t < end;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        const int g = qk_slice + j * S::kQkSlices;
+        if (g < G) s_s[g * kTile + qk_t] = valid ? dots[j] : -INFINITY;
+      }
+    }
+    __syncthreads();
+
+    for (int g = warp; g < G; g += kWarps) {  // online softmax, one warp per head
+      float* srow = s_s + g * kTile;
+      const float m_old = m_s[g];
+      float mx = -INFINITY;
+      for (int t = lane; t < kTile; t += 32) mx = fmaxf(mx, srow[t]);
+      mx = warp_max(mx);
+      const float m_new = fmaxf(m_old, mx);
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      float sum = 0.0f;
+      for (int t = lane; t < kTile; t += 32) {
+        const float e = exp2f(srow[t] - m_use);
+        srow[t] = e;
+        sum += e;
+      }
+      sum = warp_sum(sum);
+      __syncwarp();
+      if (lane == 0) {
+        const float alpha = exp2f(m_old - m_use);
+        a_s[g] = alpha;
+        l_s[g] = l_s[g] * alpha + sum;
+        m_s[g] = m_new;
+      }
+    }
+    __syncthreads();
+
+    if (pv_active) {  // thread (8 dims, token slice) accumulates every head of the group
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+        if (g < G) {
+          const float alpha = a_s[g];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[g][e] *= alpha;
+        }
+      }
+      for (int t = pv_slice; t < kTile; t += S::kPvSlices) {
+        float vf[8];
+        kv8_to_float<KvT>(vs + t * S::kRowStride + pv_c * 8 * kB, vf);
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g) {
+          if (g < G) {
+            const float pr = s_s[g * kTile + t];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(pr, vf[e], acc[g][e]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // the next iteration refills this buffer
+  }
+
+  float* red = reinterpret_cast<float*>(kv_smem);  // tiles are dead now
+  if (pv_active) {
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) {
+      if (g < G) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) red[(pv_slice * kGroup + g) * HD + pv_c * 8 + e] = acc[g][e];
+      }
+    }
+  }
+  __syncthreads();
+  ActT* out = static_cast<ActT*>(p.out);
+  for (int i = tid; i < G * HD; i += kThreads) {
+    const int g = i / HD, d = i % HD;
+    float o = 0.0f;
+#pragma unroll 4
+    for (int sl = 0; sl < S::kPvSlices; ++sl) o += red[(sl * kGroup + g) * HD + d];
+    const float l = l_s[g];
+    o = l > 0.0f ? o / l * p.v_scale : 0.0f;
+    const int h = h0 + g;
+    if (p.splits == 1) {
+      out[(static_cast<size_t>(q_tok) * p.num_heads + h) * HD + d] = from_float<ActT>(o);
+    } else {
+      p.ws_out[((static_cast<size_t>(seq) * p.num_heads + h) * p.splits + split) * HD + d] = o;
+    }
+  }
+  if (p.splits > 1 && tid < G) {
+    const size_t idx = (static_cast<size_t>(seq) * p.num_heads + h0 + tid) * p.splits + split;
+    p.ws_max[idx] = m_s[tid];
+    p.ws_sum[idx] = l_s[tid];
+  }
+}
+
+// Merges the splits of one (sequence, head): weights sum_i * 2^(max_i - max).
+template <typename ActT>
+__global__ void __launch_bounds__(kThreads) decode_combine_kernel(DecodeParams p, int head_dim) {
+  __shared__ float w_s[kDecodeMaxSplits];
+  __shared__ float inv_total;
+  const int seq = blockIdx.y, h = blockIdx.x, tid = threadIdx.x;
+  const int q_tok = p.query_start[seq];
+  if (p.query_start[seq + 1] - q_tok != 1) return;
+  const size_t base = (static_cast<size_t>(seq) * p.num_heads + h) * p.splits;
+  if (tid < 32) {
+    float mx = -INFINITY;
+    for (int i = tid; i < p.splits; i += 32) {
+      if (p.ws_sum[base + i] > 0.0f) mx = fmaxf(mx, p.ws_max[base + i]);
+    }
+    mx = warp_max(mx);
+    float total = 0.0f;
+    for (int i = tid; i < p.splits; i += 32) {
+      const float l = p.ws_sum[base + i];
+      const float w = l > 0.0f ? l * exp2f(p.ws_max[base + i] - mx) : 0.0f;
+      w_s[i] = w;
+      total += w;
+    }
+    total = warp_sum(total);
+    if (tid == 0) inv_total = total > 0.0f ? 1.0f / total : 0.0f;
+  }
+  __syncthreads();
+  ActT* out = static_cast<ActT*>(p.out);
+  for (int d = tid; d < head_dim; d += kThreads) {
+    float o = 0.0f;
+    for (int i = 0; i < p.splits; ++i) {
+      const float w = w_s[i];
+      if (w > 0.0f) o = fmaf(w, p.ws_out[(base + i) * head_dim + d], o);
+    }
+    out[(static_cast<size_t>(q_tok) * p.num_heads + h) * head_dim + d] = from_float<ActT>(o * inv_total);
+  }
+}
+
+template <int HD, typename ActT, typename KvT>
+cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, cudaStream_t stream) {
+  constexpr bool kFp8 = kIsFp8<KvT>;
+  DecodeParams p{};
+  p.q = a.q;
+  p.out = a.out;
+  p.k_cache = static_cast<const uint8_t*>(a.k_cache);
+  p.v_cache = static_cast<const uint8_t*>(a.v_cache);
+  p.query_start = a.query_start;
+  p.context_lens = a.context_lens;
+  p.block_tables = a.block_tables;
+  p.max_blocks_per_seq = a.max_blocks_per_seq;
+  p.num_heads = a.num_heads;
+  p.num_kv_heads = a.layout.num_kv_heads;
+  p.block_size = a.layout.block_size;
+  p.group = a.num_heads / a.layout.num_kv_heads;
+  p.head_chunks = (p.group + kGroup - 1) / kGroup;
+  p.splits = splits;
+  p.qk_scale = a.softmax_scale * (kFp8 ? a.k_scale : 1.0f) * kLog2e;
+  p.v_scale = kFp8 ? a.v_scale : 1.0f;
+  if (splits > 1) {
+    const size_t parts = static_cast<size_t>(a.n_seqs) * a.num_heads * splits;
+    p.ws_out = static_cast<float*>(a.workspace);
+    p.ws_max = p.ws_out + parts * HD;
+    p.ws_sum = p.ws_max + parts;
+  }
+  constexpr int smem = DecodeShape<HD, KvT>::kSmemBytes;
+  auto kernel = decode_kernel<HD, ActT, KvT>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return e;
+  dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
+  kernel<<<grid, kThreads, smem, stream>>>(p);
+  e = cudaGetLastError();
+  if (e != cudaSuccess || splits == 1) return e;
+  decode_combine_kernel<ActT><<<dim3(a.num_heads, a.n_seqs), kThreads, 0, stream>>>(p, HD);
+  return cudaGetLastError();
+}
+
+template <typename ActT, typename KvT>
+cudaError_t launch_hd(const PagedAttentionArgs& a, int splits, cudaStream_t stream) {
+  switch (a.layout.head_dim) {
+    case 64: return launch_typed<64, ActT, KvT>(a, splits, stream);
+    case 80: return launch_typed<80, ActT, KvT>(a, splits, stream);
+    case 96: return launch_typed<96, ActT, KvT>(a, splits, stream);
+    case 128: return launch_typed<128, ActT, KvT>(a, splits, stream);
+    case 256: return launch_typed<256, ActT, KvT>(a, splits, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+template <typename ActT>
+cudaError_t launch_act(const PagedAttentionArgs& a, int splits, cudaStream_t stream) {
+  switch (a.layout.dtype) {
+    case APH_DTYPE_F16: return launch_hd<ActT, __half>(a, splits, stream);
+    case APH_DTYPE_BF16: return launch_hd<ActT, __nv_bfloat16>(a, splits, stream);
+    case APH_DTYPE_F8_E4M3: return launch_hd<ActT, Fp8E4M3>(a, splits, stream);
+    case APH_DTYPE_F8_E5M2: return launch_hd<ActT, Fp8E5M2>(a, splits, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, cudaStream_t stream) {
+  if (a.n_seqs == 0) return cudaSuccess;
+  return a.act_dtype == APH_DTYPE_BF16 ? launch_act<__nv_bfloat16>(a, splits, stream)
+                                       : launch_act<__half>(a, splits, stream);
+}
+
+}  // namespace aph::attention::cuda

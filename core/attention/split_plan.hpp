@@ -1,0 +1,45 @@
+// How a decode step is partitioned (flash-decoding). Shared by the dispatcher
+// and paged_attention_workspace_bytes so the workspace always fits the plan.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace aph::attention {
+
+// One decode CTA covers one (sequence, KV head, up to kDecodeHeadsPerCta query heads).
+inline constexpr int32_t kDecodeHeadsPerCta = 8;
+// Enough CTAs to keep ~4 per SM busy on an H100/H200-class part (132 SMs);
+// fixed so a plan never depends on which device is asked.
+inline constexpr int32_t kDecodeTargetCtas = 512;
+// A split shorter than this spends more on its partial write than it saves.
+inline constexpr int32_t kDecodeMinPartition = 256;
+inline constexpr int32_t kDecodeMaxSplits = 64;
+
+inline int32_t ceil_div(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
+
+// CTAs per (sequence, split): KV heads times head chunks.
+inline int32_t decode_head_ctas(int32_t num_heads, int32_t num_kv_heads) {
+  int32_t group = num_heads / std::max(num_kv_heads, 1);
+  return num_kv_heads * ceil_div(group, kDecodeHeadsPerCta);
+}
+
+// The split count is a host decision; each split's token range is computed on
+// the device from context_lens, so a graph captured at one max_context_len
+// stays correct when contexts grow (it only splits less finely).
+inline int32_t decode_splits(int32_t n_seqs, int32_t head_ctas, int32_t max_context_len) {
+  int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(n_seqs) * head_ctas);
+  int32_t s = ceil_div(kDecodeTargetCtas, ctas);
+  s = std::min(s, ceil_div(std::max(max_context_len, 1), kDecodeMinPartition));
+  return std::clamp(s, 1, kDecodeMaxSplits);
+}
+
+// Partial results of one split: out[head_dim] plus running max and sum.
+inline size_t decode_workspace_bytes(int32_t n_seqs, int32_t num_heads, int32_t head_dim,
+                                     int32_t splits) {
+  if (splits <= 1) return 0;
+  return static_cast<size_t>(n_seqs) * num_heads * splits * (head_dim + 2) * sizeof(float);
+}
+
+}  // namespace aph::attention

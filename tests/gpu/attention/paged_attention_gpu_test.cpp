@@ -1,0 +1,277 @@
+// CUDA paged attention against the CPU implementation on the same inputs
+// (rounded to the activation dtype first), for every head size x activation
+// dtype x KV dtype: cache bytes must match exactly, outputs within the
+// activation dtype's precision.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/attention/paged_attention.hpp"
+#include "core/common/error.hpp"
+#include "core/common/half.hpp"
+#include "tests/unit/attention/attention_problem.hpp"
+
+namespace aph::attention {
+namespace {
+
+using testing::Problem;
+using testing::ProblemSpec;
+using testing::SeqSpec;
+
+#define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+template <typename T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  size_t count = 0;
+  explicit DeviceBuffer(size_t n) : count(n) {
+    if (cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)) != cudaSuccess) ptr = nullptr;
+  }
+  DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
+    if (ptr) cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  std::vector<T> download() const {
+    std::vector<T> h(count);
+    cudaMemcpy(h.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
+
+std::vector<uint16_t> to_act(const std::vector<float>& x, aph_dtype act) {
+  std::vector<uint16_t> r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r[i] = act == APH_DTYPE_F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
+  return r;
+}
+
+float from_act(uint16_t h, aph_dtype act) { return act == APH_DTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h); }
+
+const char* dname(aph_dtype d) {
+  switch (d) {
+    case APH_DTYPE_F16: return "f16";
+    case APH_DTYPE_BF16: return "bf16";
+    case APH_DTYPE_F8_E4M3: return "e4m3";
+    case APH_DTYPE_F8_E5M2: return "e5m2";
+    default: return "?";
+  }
+}
+
+struct GpuRun {
+  std::vector<float> out;
+  std::vector<uint8_t> k_cache, v_cache;
+};
+
+// Runs the problem on the GPU; with capture_max_ctx > 0 the call is captured
+// in a CUDA graph planned for that max_context_len and then replayed.
+void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx = 0) {
+  DeviceBuffer<uint16_t> q(to_act(p.q, act)), k(to_act(p.k, act)), v(to_act(p.v, act));
+  DeviceBuffer<uint16_t> out(p.q.size());
+  DeviceBuffer<uint8_t> kc(p.k_cache), vc(p.v_cache);
+  DeviceBuffer<int32_t> qs(p.query_start), cl(p.context_lens), bt(p.block_tables);
+  DeviceBuffer<int64_t> sm(p.slot_mapping);
+  const int32_t n_seqs = static_cast<int32_t>(p.spec.seqs.size());
+  const size_t ws_bytes = paged_attention_workspace_bytes(
+      n_seqs, p.spec.num_heads, p.spec.head_dim,
+      capture_max_ctx > 0 ? capture_max_ctx : p.max_context_len);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+  ASSERT_TRUE(q.ptr && out.ptr && kc.ptr && ws.ptr);
+  CUDA_OK(cudaMemset(out.ptr, 0xff, out.count * 2));  // NaN pattern: unwritten rows show up
+
+  PagedAttentionArgs a;
+  a.device = 0;
+  a.act_dtype = act;
+  a.q = q.ptr;
+  a.k = k.ptr;
+  a.v = v.ptr;
+  a.out = out.ptr;
+  a.k_cache = kc.ptr;
+  a.v_cache = vc.ptr;
+  a.layout = {p.num_blocks, p.spec.block_size, p.spec.num_kv_heads, p.spec.head_dim, p.spec.kv_dtype};
+  a.k_scale = p.spec.k_scale;
+  a.v_scale = p.spec.v_scale;
+  a.num_heads = p.spec.num_heads;
+  a.n_tokens = p.n_tokens;
+  a.n_seqs = n_seqs;
+  a.query_start = qs.ptr;
+  a.context_lens = cl.ptr;
+  a.block_tables = bt.ptr;
+  a.max_blocks_per_seq = p.max_blocks_per_seq;
+  a.slot_mapping = sm.ptr;
+  a.max_query_len = p.max_query_len;
+  a.max_context_len = capture_max_ctx > 0 ? capture_max_ctx : p.max_context_len;
+  a.softmax_scale = 1.0f / std::sqrt(static_cast<float>(p.spec.head_dim));
+  a.workspace = ws.ptr;
+  a.workspace_bytes = ws_bytes;
+
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreate(&stream));
+  a.stream = stream;
+  if (capture_max_ctx > 0) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    paged_attention(a);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphLaunch(exec, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  } else {
+    paged_attention(a);
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CUDA_OK(cudaStreamDestroy(stream));
+  std::vector<uint16_t> o = out.download();
+  r.out.resize(o.size());
+  for (size_t i = 0; i < o.size(); ++i) r.out[i] = from_act(o[i], act);
+  r.k_cache = kc.download();
+  r.v_cache = vc.download();
+}
+
+void compare(const ProblemSpec& spec, aph_dtype act, int32_t capture_max_ctx = 0) {
+  Problem p = testing::make_problem(spec);
+  Problem cpu = p;  // the CPU run writes into its own caches
+  std::vector<float> want(p.q.size(), 0.0f);
+  paged_attention(cpu.args(want.data()));
+  GpuRun got;
+  run_gpu(p, act, got, capture_max_ctx);
+  if (::testing::Test::HasFatalFailure()) return;
+
+  size_t bad_k = 0, bad_v = 0;
+  for (size_t i = 0; i < cpu.k_cache.size(); ++i) {
+    bad_k += cpu.k_cache[i] != got.k_cache[i];
+    bad_v += cpu.v_cache[i] != got.v_cache[i];
+  }
+  EXPECT_EQ(bad_k, 0u) << "K cache bytes differ from the CPU write";
+  EXPECT_EQ(bad_v, 0u) << "V cache bytes differ from the CPU write";
+
+  const float tol = act == APH_DTYPE_F16 ? 4e-3f : 2.5e-2f;
+  const size_t real = static_cast<size_t>(p.query_start.back()) * spec.num_heads * spec.head_dim;
+  float worst = 0;
+  size_t at = 0, nan = 0;
+  for (size_t i = 0; i < real; ++i) {
+    if (!std::isfinite(got.out[i])) {
+      ++nan;
+      continue;
+    }
+    float e = std::fabs(got.out[i] - want[i]);
+    if (e > worst) worst = e, at = i;
+  }
+  EXPECT_EQ(nan, 0u) << "non-finite or unwritten outputs";
+  EXPECT_LE(worst, tol) << "element " << at << " (token " << at / (spec.num_heads * spec.head_dim)
+                        << ") got " << got.out[at] << " want " << want[at];
+}
+
+struct Combo {
+  int32_t hd;
+  aph_dtype act;
+  aph_dtype kv;
+};
+
+std::string combo_name(const ::testing::TestParamInfo<Combo>& info) {
+  return "d" + std::to_string(info.param.hd) + "_" + dname(info.param.act) + "_kv" + dname(info.param.kv);
+}
+
+std::vector<Combo> combos() {
+  std::vector<Combo> c;
+  for (int32_t hd : {64, 80, 96, 128, 256})
+    for (aph_dtype act : {APH_DTYPE_F16, APH_DTYPE_BF16})
+      for (aph_dtype kv : {APH_DTYPE_F16, APH_DTYPE_BF16, APH_DTYPE_F8_E4M3, APH_DTYPE_F8_E5M2})
+        c.push_back({hd, act, kv});
+  return c;
+}
+
+ProblemSpec base(const Combo& c, uint32_t seed) {
+  ProblemSpec s;
+  s.head_dim = c.hd;
+  s.num_heads = 8;
+  s.num_kv_heads = 2;
+  s.kv_dtype = c.kv;
+  s.input_dtype = c.act;
+  if (testing::is_fp8_dtype(c.kv)) {
+    s.k_scale = 0.05f;
+    s.v_scale = 0.02f;
+  }
+  s.seed = seed + static_cast<uint32_t>(c.hd * 17 + c.act * 5 + c.kv);
+  return s;
+}
+
+class PagedAttentionGpu : public ::testing::TestWithParam<Combo> {};
+
+TEST_P(PagedAttentionGpu, DecodeContexts) {
+  ProblemSpec s = base(GetParam(), 1);
+  s.seqs = {{1, 1}, {1, 17}, {1, 4096}, {1, 8192}};
+  compare(s, GetParam().act);
+}
+
+TEST_P(PagedAttentionGpu, DecodeBatches) {
+  for (int32_t batch : {1, 5, 64}) {
+    ProblemSpec s = base(GetParam(), 100 + batch);
+    for (int32_t i = 0; i < batch; ++i) s.seqs.push_back({1, 1 + (i * 977 + batch * 31) % 700});
+    compare(s, GetParam().act);
+  }
+}
+
+TEST_P(PagedAttentionGpu, Prefill512WithAndWithoutPrefix) {
+  ProblemSpec s = base(GetParam(), 2);
+  s.seqs = {{512, 512}};
+  compare(s, GetParam().act);
+  s.seqs = {{512, 812}};
+  compare(s, GetParam().act);
+}
+
+TEST_P(PagedAttentionGpu, MixedPrefillAndDecode) {
+  ProblemSpec s = base(GetParam(), 3);
+  s.seqs = {{1, 300}, {37, 37}, {1, 1}, {70, 133}, {2, 2}, {1, 2000}};
+  s.padding_tokens = 3;
+  compare(s, GetParam().act);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, PagedAttentionGpu, ::testing::ValuesIn(combos()), combo_name);
+
+TEST(PagedAttentionGpuShapes, GqaRatios) {
+  for (int32_t group : {1, 4, 8, 16}) {
+    ProblemSpec s = base({128, APH_DTYPE_F16, APH_DTYPE_F16}, 7 + group);
+    s.num_kv_heads = 2;
+    s.num_heads = 2 * group;
+    s.seqs = {{1, 3000}, {100, 140}, {1, 9}};
+    compare(s, APH_DTYPE_F16);
+  }
+}
+
+TEST(PagedAttentionGpuShapes, BlockSizes) {
+  for (int32_t bs : {1, 8, 32}) {
+    ProblemSpec s = base({96, APH_DTYPE_BF16, APH_DTYPE_F8_E4M3}, 50 + bs);
+    s.block_size = bs;
+    s.seqs = {{1, 700}, {65, 90}};
+    compare(s, APH_DTYPE_BF16);
+  }
+}
+
+// A graph planned for short contexts replays correctly after they grew: the
+// split ranges come from context_lens on the device.
+TEST(PagedAttentionGpuGraph, CapturedDecodeSurvivesContextGrowth) {
+  ProblemSpec s = base({128, APH_DTYPE_F16, APH_DTYPE_F8_E4M3}, 9);
+  s.num_heads = 32;
+  s.num_kv_heads = 8;
+  s.seqs = {{1, 6000}, {1, 300}, {1, 4500}};
+  compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/600);
+  compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/8192);
+}
+
+TEST(PagedAttentionGpuErrors, BadHeadDimIsAnErrorNotACrash) {
+  PagedAttentionArgs a;
+  a.device = 0;
+  a.act_dtype = APH_DTYPE_F16;
+  a.layout.head_dim = 100;
+  EXPECT_THROW(paged_attention(a), Error);
+}
+
+}  // namespace
+}  // namespace aph::attention

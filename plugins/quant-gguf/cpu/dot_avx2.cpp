@@ -196,8 +196,7 @@ DotKernels::BlockDot block_dot(uint32_t type) {
 }  // namespace
 
 const DotKernels* avx2_kernels() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                         __builtin_cpu_supports("f16c");
+  static const bool ok = cpu_has_avx2_fma_f16c();
   static const DotKernels k{dot_g32, dot_g16, dot_f32, quantize_act, block_dot, "avx2"};
   return ok ? &k : nullptr;
 }

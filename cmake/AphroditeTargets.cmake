@@ -100,6 +100,11 @@ function(aph_add_fuzzer name)
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR})
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+  # The fuzz build compiles only what the harnesses need: `--target aph_fuzzers`.
+  if(NOT TARGET aph_fuzzers)
+    add_custom_target(aph_fuzzers)
+  endif()
+  add_dependencies(aph_fuzzers ${name})
 endfunction()
 
 # aph_add_pytest(name DIR [LABELS ...]) — runs pytest on a folder from the venv.

@@ -20,8 +20,9 @@ BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DAPH_SANITIZE=ON -D
   ctest --output-on-failure -L unit -LE "gpu|slow" -j "$JOBS" --timeout 1200)
 
 echo "== fuzzers (${FUZZ_SECONDS}s each)"
-BUILD_DIR=build-fuzz BUILD_TYPE=RelWithDebInfo bash scripts/build.sh -DAPH_FUZZ=ON \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DAPH_ENABLE_CUDA=OFF -DAPH_WERROR=OFF
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAPH_FUZZ=ON \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DAPH_ENABLE_CUDA=OFF -DAPH_WERROR=OFF >/dev/null
+cmake --build build-fuzz -j "$JOBS" --target aph_fuzzers
 shopt -s nullglob
 for fuzzer in build-fuzz/fuzz/*; do
   name=$(basename "$fuzzer")

@@ -50,7 +50,26 @@ struct PagedAttentionArgs {
 // attention: query token i of sequence s sits at position
 // context_lens[s] - q_len(s) + i and sees cache positions [0, that position].
 // Throws aph::Error on unsupported head sizes or dtypes.
+//
+// Supported: head_dim 64, 80, 96, 128, 256; num_heads a multiple of
+// num_kv_heads (GQA/MQA). CPU: act F32, KV F32/F16/BF16/F8. CUDA (sm_80+):
+// act F16/BF16, KV F16/BF16/F8 in any combination. fp8 scales apply only to
+// fp8 caches (stored = fp8(value / scale), saturating to the largest finite).
+// A slot_mapping entry < 0 is a padding token: nothing is stored. On the CPU,
+// slots and block tables are range-checked (aph::Error naming the entry); on
+// CUDA they live on the device, where out-of-range slots are skipped.
+// max_query_len must be at least every sequence's q_len (it sizes the CUDA
+// prefill grid); sequences with q_len == 1 take the split-K decode kernel,
+// the others the tensor-core prefill kernel, within one call.
+//
+// CUDA graphs: the call makes no allocation and no host synchronization. The
+// decode split count is planned from max_context_len on the host, but each
+// split's range comes from context_lens on the device, so a graph captured at
+// one max_context_len stays correct as contexts grow. A workspace smaller
+// than paged_attention_workspace_bytes only reduces the number of splits.
 void paged_attention(const PagedAttentionArgs& args);
+// Workspace that covers the decode plan of any batch up to max_seqs sequences
+// at contexts up to max_context_len (0 when no split would ever be needed).
 size_t paged_attention_workspace_bytes(int32_t max_seqs, int32_t num_heads, int32_t head_dim,
                                        int32_t max_context_len);
 

@@ -106,7 +106,13 @@ ChainImpl::ChainImpl(const PluginRegistry& plugins, const ChainOptions& options)
         ptrs.push_back(b.data());
         lens.push_back(static_cast<uint32_t>(b.size()));
       }
-      aph_sampler_vocab v{sizeof(aph_sampler_vocab), static_cast<int32_t>(ptrs.size()), ptrs.data(), lens.data(),
+      if (!options_.token_bytes.empty() && static_cast<int32_t>(options_.token_bytes.size()) != options_.vocab_size) {
+        throw invalid_argument("sampler chain: token_bytes has " + std::to_string(options_.token_bytes.size()) +
+                               " entries for a vocabulary of " + std::to_string(options_.vocab_size));
+      }
+      const bool text = !ptrs.empty();
+      aph_sampler_vocab v{sizeof(aph_sampler_vocab), options_.vocab_size, text ? ptrs.data() : nullptr,
+                          text ? lens.data() : nullptr,
                           options_.eos_token_id, static_cast<uint32_t>(options_.eog_token_ids.size()),
                           options_.eog_token_ids.data()};
       aph_error err{};

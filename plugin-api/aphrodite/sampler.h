@@ -104,9 +104,11 @@ typedef struct aph_sampler_stage {
  * bound token ids. Pointers are valid only during the set_vocab call. */
 typedef struct aph_sampler_vocab {
   uint32_t size;
-  int32_t n_tokens;
-  const char* const* token_bytes;  /* token_bytes[i]: the bytes token i adds to text */
-  const uint32_t* token_lengths;   /* byte length of each, may hold NULs */
+  int32_t n_tokens;                /* logits columns; bounds token-id fields */
+  /* token_bytes[i]: the bytes token i adds to text, token_lengths[i] long
+   * (may hold NULs). Both NULL when the engine has no text for its tokens. */
+  const char* const* token_bytes;
+  const uint32_t* token_lengths;
   int32_t eos_token_id;            /* -1 when none */
   uint32_t n_eog;                  /* every end-of-generation id */
   const int32_t* eog_token_ids;

@@ -43,13 +43,15 @@ void PluginState::log(int32_t level, const std::string& message) const {
 }
 
 void PluginState::set_vocab(const aph_sampler_vocab& v) {
-  if (v.n_tokens < 0 || (v.n_tokens > 0 && (v.token_bytes == nullptr || v.token_lengths == nullptr))) {
-    throw invalid_argument("set_vocab: token_bytes or token_lengths missing");
+  if (v.n_tokens < 0 || ((v.token_bytes == nullptr) != (v.token_lengths == nullptr))) {
+    throw invalid_argument("set_vocab: bad n_tokens, or only one of token_bytes and token_lengths");
   }
   auto vocab = std::make_shared<Vocab>();
-  vocab->bytes.reserve(v.n_tokens);
-  for (int32_t i = 0; i < v.n_tokens; ++i) {
-    vocab->bytes.emplace_back(v.token_bytes[i] ? v.token_bytes[i] : "", v.token_bytes[i] ? v.token_lengths[i] : 0);
+  vocab->n_tokens = v.n_tokens;
+  vocab->has_text = v.token_bytes != nullptr && v.n_tokens > 0;
+  vocab->bytes.resize(v.n_tokens);
+  for (int32_t i = 0; vocab->has_text && i < v.n_tokens; ++i) {
+    if (v.token_bytes[i] != nullptr) vocab->bytes[i].assign(v.token_bytes[i], v.token_lengths[i]);
   }
   vocab->eos_token_id = v.eos_token_id;
   if (v.n_eog > 0 && v.eog_token_ids != nullptr) vocab->eog_token_ids.assign(v.eog_token_ids, v.eog_token_ids + v.n_eog);
@@ -79,7 +81,7 @@ std::shared_ptr<const std::vector<int32_t>> PluginState::tokens_containing(
     vocab = vocab_;
   }
   auto ids = std::make_shared<std::vector<int32_t>>();
-  if (vocab) {
+  if (vocab && vocab->has_text) {
     for (int32_t id = 0; id < vocab->size(); ++id) {
       std::string_view text = vocab->bytes[id];
       for (const std::string& n : needles) {

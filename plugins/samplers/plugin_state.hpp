@@ -15,11 +15,13 @@
 namespace aph::samplers {
 
 struct Vocab {
+  int32_t n_tokens = 0;
+  bool has_text = false;           // bytes are the tokens' text (else all empty)
   std::vector<std::string> bytes;  // per token id
   int32_t eos_token_id = -1;
   std::vector<int32_t> eog_token_ids;
   std::vector<int32_t> by_bytes;   // ids sorted by their bytes (prefix range lookups)
-  int32_t size() const { return static_cast<int32_t>(bytes.size()); }
+  int32_t size() const { return n_tokens; }
 };
 
 // Device memory that grows on demand; freed through the host services.

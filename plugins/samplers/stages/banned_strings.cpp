@@ -26,7 +26,7 @@ std::unique_ptr<BannedStringsStage::Params> BannedStringsStage::create(const Req
   }
   if (p->phrases.empty()) return nullptr;
   p->vocab = st.vocab();
-  if (!p->vocab) {
+  if (!p->vocab || !p->vocab->has_text) {
     throw Error(APH_ERR_UNSUPPORTED, "banned_strings: the engine gave the sampler no vocabulary");
   }
   p->containing = *st.tokens_containing(p->phrases);
@@ -74,3 +74,23 @@ void BannedStringsStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>>
 }
 
 }  // namespace aph::samplers
+
+#ifdef APH_HAVE_CUDA
+#include "plugins/samplers/cuda/device_params.hpp"
+
+namespace aph::samplers {
+
+// The banned ids come from text matching on the host history; only the
+// masking runs on the device.
+void BannedStringsStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  IdLists lists;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
+      lists.add(static_cast<int32_t>(i), banned_string_tokens(*p, b.rows[i].tokens, b.rows[i].n_tokens));
+    }
+  }
+  scatter_lists(st, info.name, lists, b, s);
+}
+
+}  // namespace aph::samplers
+#endif

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "plugins/samplers/cpu_math.hpp"
+#include "plugins/samplers/penalty_math.hpp"
 
 namespace aph::samplers {
 
@@ -76,9 +77,37 @@ void DryStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) {
     const Params& p = *r.params;
     for (const DryPenalty& d : dry_matches(p, r.row->tokens, r.row->n_tokens)) {
       if (d.token < 0 || d.token >= r.vocab) continue;
-      r.logits[d.token] -= p.multiplier * std::pow(p.base, static_cast<float>(d.length - p.allowed_length));
+      r.logits[d.token] -= dry_penalty(p.multiplier, p.base, d.length, p.allowed_length);
     }
   }
 }
 
 }  // namespace aph::samplers
+
+#ifdef APH_HAVE_CUDA
+#include "plugins/samplers/cuda/device_params.hpp"
+
+namespace aph::samplers {
+
+void DryStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<cuda::DryRow> rows;
+  std::vector<int32_t> breakers;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    auto* p = static_cast<Params*>(b.rows[i].params);
+    if (p == nullptr) continue;
+    if (b.rows[i].tokens_device == nullptr && b.rows[i].n_tokens > 0) {
+      throw invalid_argument("sampler stage dry: row " + std::to_string(i) + " has no device token history");
+    }
+    rows.push_back({static_cast<int32_t>(i), b.rows[i].tokens_device, static_cast<int32_t>(b.rows[i].n_tokens),
+                    p->allowed_length, p->max_ngram, p->max_occurrences, p->range, p->multiplier, p->base,
+                    static_cast<int32_t>(breakers.size()), static_cast<int32_t>(p->breakers.size())});
+    breakers.insert(breakers.end(), p->breakers.begin(), p->breakers.end());
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, "dry.rows", rows, b, s);
+  auto* d_breakers = upload(st, "dry.breakers", breakers, b, s);
+  check_launch(cuda::launch_dry(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, d_breakers, s), info.name);
+}
+
+}  // namespace aph::samplers
+#endif

@@ -6,12 +6,16 @@
 
 #include "plugins/samplers/cpu_math.hpp"
 
+#ifdef APH_HAVE_CUDA
+#include "plugins/samplers/cuda/device_params.hpp"
+#endif
+
 
 namespace aph::samplers {
 
 int32_t checked_token_id(int64_t id, const char* field, const PluginState& st) {
   std::shared_ptr<const Vocab> vocab = st.vocab();
-  const int64_t limit = vocab ? vocab->size() : (int64_t{1} << 31) - 1;
+  const int64_t limit = vocab && vocab->size() > 0 ? vocab->size() : (int64_t{1} << 31) - 1;
   if (id < 0 || id >= limit) {
     throw invalid_argument(std::string(field) + ": token id " + std::to_string(id) + " is outside the vocabulary");
   }
@@ -206,3 +210,52 @@ void AllowedTokensStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>>
 }
 
 }  // namespace aph::samplers
+
+#ifdef APH_HAVE_CUDA
+namespace aph::samplers {
+
+void MinTokensStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  IdLists lists;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    auto* p = static_cast<Params*>(b.rows[i].params);
+    if (p == nullptr || !eos_masked_now(*p, b.rows[i])) continue;
+    lists.add(static_cast<int32_t>(i), p->eog);
+  }
+  scatter_lists(st, info.name, lists, b, s);
+}
+
+void LogitBiasStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  IdLists lists;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    auto* p = static_cast<Params*>(b.rows[i].params);
+    if (p == nullptr) continue;
+    lists.add(static_cast<int32_t>(i), p->ids);
+    lists.values.insert(lists.values.end(), p->bias.begin(), p->bias.end());
+  }
+  scatter_lists(st, info.name, lists, b, s);
+}
+
+void TokenBansStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  IdLists lists;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) lists.add(static_cast<int32_t>(i), p->ids);
+  }
+  scatter_lists(st, info.name, lists, b, s);
+}
+
+void AllowedTokensStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  IdLists lists;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) lists.add(static_cast<int32_t>(i), p->ids);
+  }
+  if (lists.rows.empty()) return;
+  const std::string k = info.name;
+  auto* rows = upload(st, k + ".rows", lists.rows, b, s);
+  auto* offsets = upload(st, k + ".offsets", lists.offsets, b, s);
+  auto* ids = upload(st, k + ".ids", lists.ids, b, s);
+  check_launch(cuda::launch_keep_only(logits_view(b), static_cast<int32_t>(lists.rows.size()), rows, offsets, ids, s),
+               info.name);
+}
+
+}  // namespace aph::samplers
+#endif

@@ -16,12 +16,15 @@ struct MinTokensStage {
   struct Params {
     int64_t min_tokens = 0;
     bool ban_always = false;
-    std::vector<int32_t> eog;  // empty: the batch's eos_token_id
+    std::vector<int32_t> eog;  // eos + end-of-generation ids from the engine's vocabulary
   };
   static constexpr StageInfo info{"min_tokens", "", -1, 10, APH_SAMPLER_FIXED_POSITION, ""};
   static std::span<const aph_sampler_field> fields();
   static std::unique_ptr<Params> create(const Request& r, PluginState& st);
   static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+#ifdef APH_HAVE_CUDA
+  static void apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s);
+#endif
 };
 
 // logit_bias: {"token id": bias} added to the logits.
@@ -34,6 +37,9 @@ struct LogitBiasStage {
   static std::span<const aph_sampler_field> fields();
   static std::unique_ptr<Params> create(const Request& r, PluginState& st);
   static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+#ifdef APH_HAVE_CUDA
+  static void apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s);
+#endif
 };
 
 // custom_token_bans (int list or "1,2,3") and Kobold banned_tokens given as ids.
@@ -45,6 +51,9 @@ struct TokenBansStage {
   static std::span<const aph_sampler_field> fields();
   static std::unique_ptr<Params> create(const Request& r, PluginState& st);
   static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+#ifdef APH_HAVE_CUDA
+  static void apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s);
+#endif
 };
 
 // allowed_token_ids: every other token is removed.
@@ -56,6 +65,9 @@ struct AllowedTokensStage {
   static std::span<const aph_sampler_field> fields();
   static std::unique_ptr<Params> create(const Request& r, PluginState& st);
   static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+#ifdef APH_HAVE_CUDA
+  static void apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s);
+#endif
 };
 
 // Shared by the mask stages: a token-id field checked against the vocabulary.

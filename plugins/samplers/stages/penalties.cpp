@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "plugins/samplers/cpu_math.hpp"
+#include "plugins/samplers/penalty_math.hpp"
 
 namespace aph::samplers {
 
@@ -28,15 +29,6 @@ std::unique_ptr<PenaltiesStage::Params> PenaltiesStage::create(const Request& r,
   p->slope = static_cast<float>(r.number("rep_pen_slope"));
   if (p->repetition == 1.0f && p->frequency == 0.0f && p->presence == 0.0f) return nullptr;
   return p;
-}
-
-float rep_pen_at(float penalty, float slope, int64_t i, int64_t n) {
-  if (slope == 0.0f || n <= 1) return penalty;
-  // KoboldAI: x in [-1, 1] from oldest to newest, bent by the slope, then
-  // mapped to [1, penalty].
-  const double x = static_cast<double>(i) / static_cast<double>(n - 1) * 2.0 - 1.0;
-  const double y = (slope * x) / (1.0 + std::fabs(x) * (slope - 1.0));
-  return static_cast<float>(1.0 + ((y + 1.0) / 2.0) * (penalty - 1.0));
 }
 
 void PenaltiesStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) {
@@ -121,3 +113,43 @@ void NoRepeatNgramStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>>
 }
 
 }  // namespace aph::samplers
+
+#ifdef APH_HAVE_CUDA
+#include "plugins/samplers/cuda/device_params.hpp"
+
+namespace aph::samplers {
+
+void PenaltiesStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<cuda::PenaltyRow> rows;
+  bool any_slope = false;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    auto* p = static_cast<Params*>(b.rows[i].params);
+    if (p == nullptr) continue;
+    if (b.rows[i].tokens_device == nullptr && b.rows[i].n_tokens > 0) {
+      throw invalid_argument("sampler stage penalties: row " + std::to_string(i) + " has no device token history");
+    }
+    rows.push_back({static_cast<int32_t>(i), b.rows[i].tokens_device, static_cast<int32_t>(b.rows[i].n_prompt),
+                    static_cast<int32_t>(b.rows[i].n_tokens), p->repetition, p->frequency, p->presence, p->slope,
+                    static_cast<int32_t>(std::min<int64_t>(p->range, INT32_MAX))});
+    any_slope = any_slope || (p->slope != 0.0f && p->repetition != 1.0f);
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, "penalties.rows", rows, b, s);
+  const size_t table = 2 * rows.size() * static_cast<size_t>(b.logits.shape[1]) * sizeof(int32_t);
+  auto* scratch = static_cast<int32_t*>(st.scratch("penalties.table", b.logits.device, table, s));
+  check_launch(cuda::launch_penalties(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, scratch, any_slope, s),
+               info.name);
+}
+
+void NoRepeatNgramStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  IdLists lists;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
+      lists.add(static_cast<int32_t>(i), ngram_banned_tokens(b.rows[i].tokens, b.rows[i].n_tokens, p->n));
+    }
+  }
+  scatter_lists(st, info.name, lists, b, s);
+}
+
+}  // namespace aph::samplers
+#endif

@@ -26,11 +26,10 @@ struct PenaltiesStage {
   static std::span<const aph_sampler_field> fields();
   static std::unique_ptr<Params> create(const Request& r, PluginState& st);
   static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+#ifdef APH_HAVE_CUDA
+  static void apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s);
+#endif
 };
-
-// The repetition penalty of the token at window position i (0 = oldest) of a
-// window of n tokens: Kobold's slope curve, or flat when slope is 0.
-float rep_pen_at(float penalty, float slope, int64_t i, int64_t n);
 
 // no_repeat_ngram_size: bans every token that would complete an n-gram that
 // already occurs in the history.
@@ -42,6 +41,9 @@ struct NoRepeatNgramStage {
   static std::span<const aph_sampler_field> fields();
   static std::unique_ptr<Params> create(const Request& r, PluginState& st);
   static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+#ifdef APH_HAVE_CUDA
+  static void apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s);
+#endif
 };
 
 // Tokens that would repeat an n-gram of `tokens` (shared with the GPU path).

@@ -121,3 +121,25 @@ void MirostatStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
 }
 
 }  // namespace aph::samplers
+
+#ifdef APH_HAVE_CUDA
+#include "plugins/samplers/cuda/device_params.hpp"
+
+namespace aph::samplers {
+
+void SampleStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<cuda::SampleRow> rows;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
+      rows.push_back({static_cast<int32_t>(i), p->greedy ? 1 : 0, b.rows[i].seed, b.rows[i].step});
+    }
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, "sample.rows", rows, b, s);
+  check_launch(cuda::launch_sample(logits_view(b), static_cast<int32_t>(rows.size()), d_rows,
+                                   static_cast<int32_t*>(b.chosen.data), s),
+               info.name);
+}
+
+}  // namespace aph::samplers
+#endif

@@ -106,3 +106,28 @@ void SkewStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) {
 }
 
 }  // namespace aph::samplers
+
+#ifdef APH_HAVE_CUDA
+#include "plugins/samplers/cuda/device_params.hpp"
+
+namespace aph::samplers {
+
+// The per-step coin is drawn on the host (it depends only on seed and step);
+// rows whose coin fails cost the device nothing.
+void XtcStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<int32_t> rows;
+  std::vector<float> thresholds;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    auto* p = static_cast<Params*>(b.rows[i].params);
+    if (p == nullptr || !xtc_fires(b.rows[i], p->probability)) continue;
+    rows.push_back(static_cast<int32_t>(i));
+    thresholds.push_back(p->threshold);
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, "xtc.rows", rows, b, s);
+  auto* d_thr = upload(st, "xtc.thresholds", thresholds, b, s);
+  check_launch(cuda::launch_xtc(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, d_thr, s), info.name);
+}
+
+}  // namespace aph::samplers
+#endif

@@ -60,3 +60,23 @@ void TemperatureStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> r
 }
 
 }  // namespace aph::samplers
+
+#ifdef APH_HAVE_CUDA
+#include "plugins/samplers/cuda/device_params.hpp"
+
+namespace aph::samplers {
+
+void TemperatureStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<cuda::TemperatureRow> rows;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
+      rows.push_back({static_cast<int32_t>(i), p->dynamic ? 1 : 0, p->temperature, p->min, p->max, p->exponent});
+    }
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, "temperature.rows", rows, b, s);
+  check_launch(cuda::launch_temperature(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, s), info.name);
+}
+
+}  // namespace aph::samplers
+#endif

@@ -277,3 +277,46 @@ void TypicalPStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
 }
 
 }  // namespace aph::samplers
+
+#ifdef APH_HAVE_CUDA
+#include "plugins/samplers/cuda/device_params.hpp"
+
+namespace aph::samplers {
+
+namespace {
+// Gathers (row index, value) of the active rows and launches `launch`.
+template <typename P, typename V, typename Value, typename Launch>
+void per_row_launch(PluginState& st, const char* stage, const aph_sampler_batch& b, aph_stream s, Value value,
+                    Launch launch) {
+  std::vector<int32_t> rows;
+  std::vector<V> values;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<P*>(b.rows[i].params)) {
+      rows.push_back(static_cast<int32_t>(i));
+      values.push_back(value(*p));
+    }
+  }
+  if (rows.empty()) return;
+  const std::string k = stage;
+  auto* d_rows = upload(st, k + ".rows", rows, b, s);
+  auto* d_values = upload(st, k + ".values", values, b, s);
+  check_launch(launch(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, d_values, s), stage);
+}
+}  // namespace
+
+void TopKStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  per_row_launch<Params, int32_t>(st, info.name, b, s,
+                                  [&](const Params& p) { return static_cast<int32_t>(std::min<int64_t>(p.k, b.logits.shape[1])); },
+                                  cuda::launch_top_k);
+}
+
+void TopPStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  per_row_launch<Params, float>(st, info.name, b, s, [](const Params& p) { return p.p; }, cuda::launch_top_p);
+}
+
+void MinPStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  per_row_launch<Params, float>(st, info.name, b, s, [](const Params& p) { return p.log_min_p; }, cuda::launch_min_p);
+}
+
+}  // namespace aph::samplers
+#endif

@@ -1,0 +1,123 @@
+// Block-wide reductions and scans for the sampler kernels (one block per
+// row). Every thread of the block must call them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <string>
+
+namespace aph::samplers::cuda {
+
+constexpr int kThreads = 512;
+
+template <typename T, typename Op>
+__device__ T warp_reduce(T v, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Reduces v over the block; every thread gets the result.
+template <typename T, typename Op>
+__device__ T block_reduce(T v, Op op, T identity) {
+  __shared__ T partial[32];
+  __shared__ T result;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_reduce(v, op);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    T w = lane < static_cast<int>((blockDim.x + 31) / 32) ? partial[lane] : identity;
+    w = warp_reduce(w, op);
+    if (lane == 0) result = w;
+  }
+  __syncthreads();
+  T out = result;
+  __syncthreads();
+  return out;
+}
+
+struct MaxOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a > b ? a : b; }
+};
+struct MinOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a < b ? a : b; }
+};
+struct SumOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+
+__device__ inline float block_max(float v) { return block_reduce(v, MaxOp{}, -FLT_MAX); }
+__device__ inline double block_sum(double v) { return block_reduce(v, SumOp{}, 0.0); }
+
+// (value, index) argmax; ties go to the lowest index, like the CPU loop.
+struct ArgMax {
+  double value;
+  int32_t index;
+};
+__device__ inline ArgMax better(ArgMax a, ArgMax b) {
+  if (a.index < 0) return b;
+  if (b.index < 0) return a;
+  if (b.value > a.value || (b.value == a.value && b.index < a.index)) return b;
+  return a;
+}
+__device__ inline ArgMax block_argmax(ArgMax v) {
+  __shared__ ArgMax partial[32];
+  __shared__ ArgMax result;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) {
+    ArgMax other{__shfl_xor_sync(0xffffffffu, v.value, o), __shfl_xor_sync(0xffffffffu, v.index, o)};
+    v = better(v, other);
+  }
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    ArgMax w = lane < static_cast<int>((blockDim.x + 31) / 32) ? partial[lane] : ArgMax{0.0, -1};
+    for (int o = 16; o > 0; o >>= 1) {
+      ArgMax other{__shfl_xor_sync(0xffffffffu, w.value, o), __shfl_xor_sync(0xffffffffu, w.index, o)};
+      w = better(w, other);
+    }
+    if (lane == 0) result = w;
+  }
+  __syncthreads();
+  ArgMax out = result;
+  __syncthreads();
+  return out;
+}
+
+// Exclusive prefix count of `flag` in thread order; *total gets the sum.
+__device__ inline int block_exclusive_count(bool flag, int* total) {
+  __shared__ int warp_counts[32];
+  __shared__ int sum;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+  const int in_warp = __popc(ballot & ((1u << lane) - 1u));
+  if (lane == 0) warp_counts[warp] = __popc(ballot);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int run = 0;
+    for (int w = 0; w < static_cast<int>((blockDim.x + 31) / 32); ++w) {
+      const int c = warp_counts[w];
+      warp_counts[w] = run;
+      run += c;
+    }
+    sum = run;
+  }
+  __syncthreads();
+  const int out = warp_counts[warp] + in_warp;
+  *total = sum;
+  __syncthreads();
+  return out;
+}
+
+inline std::string launch_error(const char* what) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return "";
+  return std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+}  // namespace aph::samplers::cuda

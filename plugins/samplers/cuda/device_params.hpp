@@ -1,0 +1,46 @@
+// Host-side helpers for stages' CUDA paths: per-row parameters go up to a
+// scratch buffer of the plugin state each step, then one launch covers all
+// active rows. Only compiled with CUDA.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "aphrodite/sampler.h"
+#include "plugins/samplers/cuda/kernels.hpp"
+#include "plugins/samplers/plugin_state.hpp"
+
+namespace aph::samplers {
+
+// Copies `bytes` from host to the scratch buffer `key` (stream-ordered).
+void* upload_bytes(PluginState& st, const std::string& key, const void* data, size_t bytes, int32_t device,
+                   aph_stream stream);
+
+template <typename T>
+T* upload(PluginState& st, const std::string& key, const std::vector<T>& v, const aph_sampler_batch& b,
+          aph_stream stream) {
+  return static_cast<T*>(upload_bytes(st, key, v.data(), v.size() * sizeof(T), b.logits.device, stream));
+}
+
+inline cuda::LogitsView logits_view(const aph_sampler_batch& b) {
+  return {static_cast<float*>(b.logits.data), b.logits.strides[0], b.logits.shape[1]};
+}
+
+// Throws APH_ERR_DEVICE naming the stage when a launcher reported an error.
+void check_launch(const std::string& error, const char* stage);
+
+// Uploads per-row id lists as (row_index, offsets, ids) for the scatter kernels.
+struct IdLists {
+  std::vector<int32_t> rows, offsets{0}, ids;
+  std::vector<float> values;
+  void add(int32_t row, const std::vector<int32_t>& list) {
+    rows.push_back(row);
+    ids.insert(ids.end(), list.begin(), list.end());
+    offsets.push_back(static_cast<int32_t>(ids.size()));
+  }
+};
+// Sets the listed ids to -inf (values empty) or adds `values`.
+void scatter_lists(PluginState& st, const char* stage, const IdLists& lists, const aph_sampler_batch& b,
+                   aph_stream stream);
+
+}  // namespace aph::samplers

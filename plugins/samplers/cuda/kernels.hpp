@@ -1,0 +1,79 @@
+// Launchers of the sampler kernels: plain C++ so host .cpp files include them
+// without CUDA headers. Every launcher works on `n` active rows: row_index[r]
+// is the batch row of active row r; pointers are device memory; all launches
+// go to `stream`. Errors come back as a message (empty = launched).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace aph::samplers::cuda {
+
+struct LogitsView {
+  float* data;
+  int64_t stride;  // elements between rows
+  int64_t vocab;
+};
+
+// For each active row r, entries [offsets[r], offsets[r+1]) of ids: adds
+// values[k] to the logit, or sets it to -inf when values is null.
+std::string launch_scatter(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* offsets,
+                           const int32_t* ids, const float* values, void* stream);
+
+// allowed_token_ids: everything outside the row's sorted id list goes.
+std::string launch_keep_only(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* offsets,
+                             const int32_t* ids, void* stream);
+
+struct PenaltyRow {
+  int32_t row;
+  const int32_t* history;  // device: prompt then output
+  int32_t n_prompt, n_tokens;
+  float repetition, frequency, presence, slope;
+  int32_t range;           // 0 = whole history
+};
+
+// Repetition / frequency / presence penalties. scratch: 2 * n * vocab int32.
+std::string launch_penalties(LogitsView logits, int32_t n, const PenaltyRow* rows, int32_t* scratch,
+                             bool any_slope, void* stream);
+
+struct DryRow {
+  int32_t row;
+  const int32_t* history;  // device
+  int32_t n_tokens;
+  int32_t allowed_length, max_ngram, max_occurrences, range;
+  float multiplier, base;
+  int32_t breaker_offset, n_breakers;  // sorted ids in `breakers`
+};
+
+std::string launch_dry(LogitsView logits, int32_t n, const DryRow* rows, const int32_t* breakers, void* stream);
+
+struct TemperatureRow {
+  int32_t row;
+  int32_t dynamic;
+  float temperature, min, max, exponent;
+};
+
+std::string launch_temperature(LogitsView logits, int32_t n, const TemperatureRow* rows, void* stream);
+
+// min_p: removes logits below max + log_min_p[r].
+std::string launch_min_p(LogitsView logits, int32_t n, const int32_t* row_index, const float* log_min_p,
+                         void* stream);
+
+// XTC for the rows whose coin came up this step.
+std::string launch_xtc(LogitsView logits, int32_t n, const int32_t* row_index, const float* threshold,
+                       void* stream);
+
+// top_k (k > 0) and top_p (p < 1) kept sets by bisection on the logit value.
+std::string launch_top_k(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* k, void* stream);
+std::string launch_top_p(LogitsView logits, int32_t n, const int32_t* row_index, const float* p, void* stream);
+
+struct SampleRow {
+  int32_t row;
+  int32_t greedy;
+  uint64_t seed, step;
+};
+
+// Writes chosen[row] for rows whose chosen is still -1.
+std::string launch_sample(LogitsView logits, int32_t n, const SampleRow* rows, int32_t* chosen, void* stream);
+
+}  // namespace aph::samplers::cuda

@@ -1,0 +1,118 @@
+#include "core/model/arch/llama_graph.hpp"
+
+#include <cmath>
+
+#include "core/common/error.hpp"
+
+namespace aph::model {
+
+void LlamaGraph::load(const WeightLoader& w, const weights::ModelConfig& c, const ModelSetup& setup) {
+  setup_ = setup;
+  hidden_ = c.hidden_size;
+  inter_ = c.intermediate_size;
+  heads_ = c.num_attention_heads;
+  kv_heads_ = c.num_key_value_heads;
+  head_dim_ = c.head_dim;
+  rotary_dim_ = c.rotary_dim();
+  norm_eps_ = static_cast<float>(c.rms_norm_eps);
+  if (c.hidden_act != "silu") {
+    throw invalid_argument("config.json: hidden_act '" + c.hidden_act + "' is not supported (silu)");
+  }
+  const bool qkv_bias = variant_.qkv_bias || c.attention_bias;
+  embed_ = w.embedding("model.embed_tokens.weight", c.vocab_size, hidden_);
+  // Some checkpoints ship lm_head even when tied; the flag decides.
+  const bool tied = c.tie_word_embeddings || !w.has("lm_head.weight");
+  lm_head_ = w.lm_head("lm_head.weight", tied, *embed_, c.vocab_size, hidden_);
+  final_norm_ = w.vector_f32("model.norm.weight", hidden_);
+  layers_.resize(c.num_hidden_layers);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    Layer& l = layers_[i];
+    l.attn_norm = w.vector_f32(p + "input_layernorm.weight", hidden_);
+    l.ffn_norm = w.vector_f32(p + "post_attention_layernorm.weight", hidden_);
+    l.qkv = w.group({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
+                    {heads_ * head_dim_, kv_heads_ * head_dim_, kv_heads_ * head_dim_}, hidden_, qkv_bias);
+    l.o_proj = w.linear(p + "self_attn.o_proj", hidden_, heads_ * head_dim_, false);
+    l.gate_up = w.group({p + "mlp.gate_proj", p + "mlp.up_proj"}, {inter_, inter_}, hidden_, c.mlp_bias);
+    l.down_proj = w.linear(p + "mlp.down_proj", hidden_, inter_, c.mlp_bias);
+  }
+}
+
+void LlamaGraph::reserve(int64_t t) {
+  const aph_dtype dt = setup_.act_dtype;
+  const int32_t dev = setup_.device;
+  residual_ = Tensor::empty({t, hidden_}, dt, dev);
+  normed_ = Tensor::empty({t, hidden_}, dt, dev);
+  q_ = Tensor::empty({t, heads_ * head_dim_}, dt, dev);
+  k_ = Tensor::empty({t, kv_heads_ * head_dim_}, dt, dev);
+  v_ = Tensor::empty({t, kv_heads_ * head_dim_}, dt, dev);
+  attn_out_ = Tensor::empty({t, heads_ * head_dim_}, dt, dev);
+  delta_ = Tensor::empty({t, hidden_}, dt, dev);
+  act_ = Tensor::empty({t, inter_}, dt, dev);
+  for (auto& l : layers_) {
+    l.qkv->reserve(t, dt, dev);
+    l.gate_up->reserve(t, dt, dev);
+  }
+}
+
+Tensor LlamaGraph::forward(StepContext& ctx) {
+  const int64_t t = ctx.n_tokens;
+  if (!residual_.defined() || residual_.dim(0) < t) throw Error(APH_ERR_INTERNAL, "LlamaGraph: workspace too small");
+  const ops::Exec& ex = ctx.exec;
+  Tensor residual = residual_.rows(0, t), normed = normed_.rows(0, t), q = q_.rows(0, t), k = k_.rows(0, t),
+         v = v_.rows(0, t), attn_out = attn_out_.rows(0, t), delta = delta_.rows(0, t), act = act_.rows(0, t);
+
+  embed_->lookup(ex, ctx.token_ids, residual);
+  ops::RopeParams rope;
+  rope.num_heads = static_cast<int32_t>(heads_);
+  rope.num_kv_heads = static_cast<int32_t>(kv_heads_);
+  rope.head_dim = static_cast<int32_t>(head_dim_);
+  rope.rotary_dim = static_cast<int32_t>(rotary_dim_);
+  rope.interleaved = setup_.rope_interleaved;
+  rope.mscale = setup_.rope_mscale;
+
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer& l = layers_[i];
+    if (i == 0) {
+      ops::rms_norm(ex, residual, l.attn_norm, norm_eps_, normed);
+    } else {
+      ops::add_rms_norm(ex, residual, delta, l.attn_norm, norm_eps_, normed);
+    }
+    ProjectionGroup::Outputs qkv = l.qkv->forward(ex, normed);
+    ops::QkvIn in{qkv.ptr[0], qkv.ptr[1], qkv.ptr[2], qkv.stride[0], qkv.stride[1], qkv.stride[2]};
+    ops::rope_qkv(ex, rope, in, ctx.positions, setup_.inv_freq, q, k, v);
+
+    attention::PagedAttentionArgs a = ctx.attention;
+    a.q = q.data();
+    a.k = k.data();
+    a.v = v.data();
+    a.out = attn_out.data();
+    a.k_cache = (*ctx.kv)[i].k.data();
+    a.v_cache = (*ctx.kv)[i].v.data();
+    a.num_heads = static_cast<int32_t>(heads_);
+    a.softmax_scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
+    attention::paged_attention(a);
+
+    l.o_proj->forward(ex, attn_out, delta);
+    ops::add_rms_norm(ex, residual, delta, l.ffn_norm, norm_eps_, normed);
+    ProjectionGroup::Outputs gu = l.gate_up->forward(ex, normed);
+    if (gu.stride[0] != gu.stride[1]) throw Error(APH_ERR_INTERNAL, "LlamaGraph: gate and up rows differ in stride");
+    ops::silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], act);
+    l.down_proj->forward(ex, act, delta);
+  }
+  // The last layer's MLP output still has to join the residual stream.
+  ops::add_rms_norm(ex, residual, delta, final_norm_, norm_eps_, normed);
+  return residual;
+}
+
+uint64_t LlamaGraph::device_bytes() const {
+  uint64_t n = embed_->device_bytes() + lm_head_->device_bytes();
+  if (embed_->plugin_rows() && embed_->plugin_rows().get() == lm_head_.get()) n -= lm_head_->device_bytes();
+  for (const auto& l : layers_) {
+    n += l.qkv->device_bytes() + l.gate_up->device_bytes() + l.o_proj->device_bytes() + l.down_proj->device_bytes();
+    if (!l.attn_norm.on_cpu()) n += 2 * l.attn_norm.nbytes();
+  }
+  return n;
+}
+
+}  // namespace aph::model

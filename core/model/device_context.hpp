@@ -1,0 +1,47 @@
+// The CUDA resources a runner owns: one stream for all its work, a cuBLAS
+// handle bound to it (with a fixed workspace, so GEMMs can be captured into
+// graphs), pinned staging for batch metadata, and the captured decode graphs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+namespace aph::model {
+
+class DeviceContext {
+ public:
+  explicit DeviceContext(int32_t device);
+  ~DeviceContext();
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  void* stream() const { return stream_; }
+  void* blas() const { return blas_; }
+  // Pinned host memory of at least `bytes` (contents kept on growth only up to the old size).
+  void* staging(size_t bytes);
+  // Async host -> device copy on the stream; the staging buffer may be rewritten
+  // after the next wait_staging().
+  void upload(void* dst, const void* src, size_t bytes);
+  void wait_staging();
+  // Bytes of device memory in use now (cudaMemGetInfo), for profiling.
+  int64_t used_bytes() const;
+
+  void begin_capture();
+  void end_capture(int batch_size);
+  bool has_graph(int batch_size) const { return graphs_.count(batch_size) != 0; }
+  void launch_graph(int batch_size);
+  void drop_graphs();
+
+ private:
+  int32_t device_;
+  void* stream_ = nullptr;
+  void* blas_ = nullptr;
+  void* blas_workspace_ = nullptr;
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+  void* upload_done_ = nullptr;  // cudaEvent_t
+  std::map<int, void*> graphs_;  // batch size -> cudaGraphExec_t
+};
+
+}  // namespace aph::model

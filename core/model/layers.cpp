@@ -1,0 +1,109 @@
+#include "core/model/layers.hpp"
+
+#include "core/common/error.hpp"
+
+namespace aph::model {
+
+DenseLinear::DenseLinear(Tensor weight, Tensor bias)
+    : Linear(weight.dim(1), weight.dim(0)), weight_(std::move(weight)), bias_(std::move(bias)) {}
+
+void DenseLinear::forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const {
+  ops::linear(exec, x, weight_, bias_.defined() ? &bias_ : nullptr, y);
+}
+
+uint64_t DenseLinear::device_bytes() const {
+  if (weight_.on_cpu()) return 0;
+  return weight_.nbytes() + (bias_.defined() ? bias_.nbytes() : 0);
+}
+
+PluginLinear::PluginLinear(const LoadedQuantPlugin& plugin, aph_quant_linear* handle, std::string name,
+                           int64_t in_features, int64_t out_features)
+    : Linear(in_features, out_features), plugin_(plugin), handle_(handle), name_(std::move(name)) {}
+
+PluginLinear::~PluginLinear() { plugin_.vtable->linear_destroy(handle_); }
+
+void PluginLinear::forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const {
+  aph_tensor xv = x.reshape({x.numel() / in_features(), in_features()}).view();
+  aph_tensor yv = y.reshape({y.numel() / out_features(), out_features()}).view();
+  aph_error err{};
+  err.size = sizeof(err);
+  check(plugin_.vtable->linear_forward(handle_, &xv, &yv, exec.stream, &err), err,
+        "plugin " + plugin_.name + " linear " + name_);
+}
+
+uint64_t PluginLinear::device_bytes() const {
+  return plugin_.vtable->linear_device_bytes ? plugin_.vtable->linear_device_bytes(handle_) : 0;
+}
+
+void PluginLinear::get_rows(const ops::Exec& exec, const Tensor& ids, Tensor& out) const {
+  if (!has_get_rows()) {
+    throw Error(APH_ERR_UNSUPPORTED, "plugin " + plugin_.name + " cannot read rows of " + name_ +
+                                         " (no linear_get_rows), needed for a quantized embedding");
+  }
+  aph_tensor iv = ids.view();
+  aph_tensor ov = out.view();
+  aph_error err{};
+  err.size = sizeof(err);
+  check(plugin_.vtable->linear_get_rows(handle_, &iv, &ov, exec.stream, &err), err,
+        "plugin " + plugin_.name + " embedding rows of " + name_);
+}
+
+ProjectionGroup::ProjectionGroup(std::vector<int64_t> sizes, std::unique_ptr<Linear> fused,
+                                 std::vector<std::unique_ptr<Linear>> parts)
+    : sizes_(std::move(sizes)), fused_(std::move(fused)), parts_(std::move(parts)) {
+  if (sizes_.size() > 4) throw Error(APH_ERR_INTERNAL, "ProjectionGroup holds at most 4 projections");
+}
+
+void ProjectionGroup::reserve(int64_t max_tokens, aph_dtype dtype, int32_t device) {
+  if (fused_) {
+    fused_out_ = Tensor::empty({max_tokens, fused_->out_features()}, dtype, device);
+  } else {
+    part_out_.clear();
+    for (const auto& p : parts_) part_out_.push_back(Tensor::empty({max_tokens, p->out_features()}, dtype, device));
+  }
+}
+
+ProjectionGroup::Outputs ProjectionGroup::forward(const ops::Exec& exec, const Tensor& x) const {
+  Outputs out;
+  const int64_t m = x.dim(0);
+  if (fused_) {
+    Tensor y = fused_out_.rows(0, m);
+    fused_->forward(exec, x, y);
+    int64_t offset = 0;
+    const size_t es = dtype_size(y.dtype());
+    for (size_t i = 0; i < sizes_.size(); ++i) {
+      out.ptr[i] = static_cast<const char*>(y.data()) + offset * es;
+      out.stride[i] = fused_->out_features();
+      offset += sizes_[i];
+    }
+    return out;
+  }
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    Tensor y = part_out_[i].rows(0, m);
+    parts_[i]->forward(exec, x, y);
+    out.ptr[i] = y.data();
+    out.stride[i] = parts_[i]->out_features();
+  }
+  return out;
+}
+
+uint64_t ProjectionGroup::device_bytes() const {
+  uint64_t n = fused_ ? fused_->device_bytes() : 0;
+  for (const auto& p : parts_) n += p->device_bytes();
+  return n;
+}
+
+void Embedding::lookup(const ops::Exec& exec, const Tensor& ids, Tensor& out) const {
+  if (rows_) {
+    rows_->get_rows(exec, ids, out);
+  } else {
+    ops::embedding(exec, table_, ids, out);
+  }
+}
+
+uint64_t Embedding::device_bytes() const {
+  if (rows_) return rows_->device_bytes();
+  return table_.on_cpu() ? 0 : table_.nbytes();
+}
+
+}  // namespace aph::model

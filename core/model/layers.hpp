@@ -1,0 +1,94 @@
+// The weight-carrying pieces of a model: linears (dense or a quant plugin's),
+// projection groups (q/k/v, gate/up fused when dense) and the token embedding.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/common/tensor.hpp"
+#include "core/ops/ops.hpp"
+#include "core/plugins/registry.hpp"
+
+namespace aph::model {
+
+class Linear {
+ public:
+  Linear(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
+  virtual ~Linear() = default;
+  // x [M, K] act dtype -> y [M, N] (act dtype, or F32 where the layer allows).
+  virtual void forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const = 0;
+  virtual uint64_t device_bytes() const = 0;
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+
+ private:
+  int64_t in_features_, out_features_;
+};
+
+class DenseLinear : public Linear {
+ public:
+  DenseLinear(Tensor weight, Tensor bias);
+  void forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const override;
+  uint64_t device_bytes() const override;
+  const Tensor& weight() const { return weight_; }
+
+ private:
+  Tensor weight_, bias_;
+};
+
+// A linear layer owned by a quant plugin; destroyed through its vtable.
+class PluginLinear : public Linear {
+ public:
+  PluginLinear(const LoadedQuantPlugin& plugin, aph_quant_linear* handle, std::string name, int64_t in_features,
+               int64_t out_features);
+  ~PluginLinear() override;
+  void forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const override;
+  uint64_t device_bytes() const override;
+  bool has_get_rows() const { return plugin_.vtable->linear_get_rows != nullptr; }
+  // out[i, :] = W[ids[i], :] dequantized (quantized embedding tables).
+  void get_rows(const ops::Exec& exec, const Tensor& ids, Tensor& out) const;
+
+ private:
+  const LoadedQuantPlugin& plugin_;
+  aph_quant_linear* handle_;
+  std::string name_;
+};
+
+// Projections of one input. Dense weights are concatenated into one matmul;
+// plugin linears run one by one into their own buffers.
+class ProjectionGroup {
+ public:
+  struct Outputs {
+    const void* ptr[4] = {};
+    int64_t stride[4] = {};
+  };
+  ProjectionGroup(std::vector<int64_t> sizes, std::unique_ptr<Linear> fused,
+                  std::vector<std::unique_ptr<Linear>> parts);
+  void reserve(int64_t max_tokens, aph_dtype dtype, int32_t device);
+  Outputs forward(const ops::Exec& exec, const Tensor& x) const;
+  uint64_t device_bytes() const;
+
+ private:
+  std::vector<int64_t> sizes_;
+  std::unique_ptr<Linear> fused_;
+  std::vector<std::unique_ptr<Linear>> parts_;
+  Tensor fused_out_;
+  std::vector<Tensor> part_out_;
+};
+
+class Embedding {
+ public:
+  explicit Embedding(Tensor table) : table_(std::move(table)) {}
+  explicit Embedding(std::shared_ptr<PluginLinear> rows) : rows_(std::move(rows)) {}
+  void lookup(const ops::Exec& exec, const Tensor& ids, Tensor& out) const;
+  const Tensor& table() const { return table_; }
+  const std::shared_ptr<PluginLinear>& plugin_rows() const { return rows_; }
+  uint64_t device_bytes() const;
+
+ private:
+  Tensor table_;
+  std::shared_ptr<PluginLinear> rows_;
+};
+
+}  // namespace aph::model

@@ -1,0 +1,65 @@
+// The ModelRunner implementation: owns the weights (through the architecture
+// object), the KV cache, the step workspaces and, on CUDA, the stream,
+// cuBLAS handle and captured decode graphs.
+#pragma once
+
+#include <memory>
+
+#include "core/model/decoder.hpp"
+#include "core/model/device_context.hpp"
+#include "core/model/model_runner.hpp"
+#include "core/model/model_source.hpp"
+
+namespace aph::model {
+
+class Runner final : public ModelRunner {
+ public:
+  Runner(const LoadOptions& options, const PluginRegistry& plugins);
+  ~Runner() override;
+
+  const ModelInfo& info() const override { return info_; }
+  const text::Tokenizer& tokenizer() const override;
+  int32_t device() const override { return device_; }
+  int64_t kv_bytes_per_block(int block_size, KvDtype dtype) const override;
+  void allocate_kv_cache(int num_blocks, int block_size, KvDtype dtype) override;
+  int64_t profile_peak_bytes(int max_num_batched_tokens) override;
+  void capture_decode_graphs(const std::vector<int>& batch_sizes, int max_blocks_per_seq) override;
+  Tensor forward(const StepBatch& batch) override;
+  void* stream() const override { return device_ctx_ ? device_ctx_->stream() : nullptr; }
+
+ private:
+  struct Meta {  // device views of one step's metadata
+    Tensor ids, positions, query_start, context_lens, block_tables, slots, logits_idx;
+  };
+  void validate(const StepBatch& b) const;
+  void reserve(int64_t tokens, int64_t seqs, int64_t max_blocks);
+  Meta stage(const StepBatch& b, int64_t padded_seqs, int32_t table_width);
+  Tensor run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t table_width, int32_t max_query_len,
+             int32_t max_context_len, int64_t n_logits);
+  StepBatch padding_batch(int seqs, int32_t table_width) const;
+  ops::Exec exec() const;
+
+  int32_t device_;
+  int64_t baseline_bytes_ = 0;
+  std::unique_ptr<DeviceContext> device_ctx_;
+  std::unique_ptr<ops::ThreadPool> pool_;
+  ResolvedModel resolved_;  // holds the weight source: destroyed after model_
+  std::unique_ptr<text::Tokenizer> tokenizer_;
+  std::unique_ptr<DecoderModel> model_;
+  ModelSetup setup_;
+  ModelInfo info_;
+
+  std::vector<LayerKv> kv_;
+  attention::KvLayout kv_layout_;
+  int32_t pad_block_ = -1;  // an extra cache block that padded graph rows write into
+
+  int64_t cap_tokens_ = 0, cap_seqs_ = 0, cap_blocks_ = 0;
+  Tensor meta_dev_;  // packed metadata on the device (CUDA)
+  size_t off_[7] = {};
+  Tensor attn_workspace_;
+  Tensor normed_logits_, lm_out_, logits_;
+  int32_t graph_table_width_ = 0;
+  std::vector<int> graph_sizes_;
+};
+
+}  // namespace aph::model

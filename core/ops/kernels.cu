@@ -1,0 +1,321 @@
+// CUDA kernels of the model ops. Math in fp32, storage in the activation
+// dtype; every launch goes on the caller's stream.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "aphrodite/plugin.h"
+#include "core/ops/kernels.hpp"
+
+namespace aph::ops::kernels {
+
+namespace {
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
+
+// Calls f(T{}) with T the C++ type of an aph dtype.
+template <typename F>
+int dispatch(int dtype, F&& f) {
+  switch (dtype) {
+    case APH_DTYPE_F32: f(float{}); break;
+    case APH_DTYPE_F16: f(__half{}); break;
+    case APH_DTYPE_BF16: f(__nv_bfloat16{}); break;
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+__device__ float block_sum(float v) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  const int warps = (blockDim.x + 31) >> 5;
+  v = threadIdx.x < warps ? partial[threadIdx.x] : 0.0f;
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x == 0) partial[0] = v;
+  __syncthreads();
+  float r = partial[0];
+  __syncthreads();
+  return r;
+}
+
+template <typename Tin, typename Tout>
+__global__ void embedding_kernel(const Tin* table, const int32_t* ids, int64_t vocab, int64_t h, Tout* out) {
+  const int64_t row = blockIdx.x;
+  const int32_t id = ids[row];
+  const bool valid = id >= 0 && id < vocab;
+  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) {
+    out[row * h + j] = from_f<Tout>(valid ? to_f(table[static_cast<int64_t>(id) * h + j]) : 0.0f);
+  }
+}
+
+template <typename T>
+__global__ void rms_norm_kernel(const T* x, const float* w, float eps, int64_t h, T* out) {
+  const T* xr = x + blockIdx.x * h;
+  T* o = out + blockIdx.x * h;
+  float ss = 0;
+  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) {
+    float v = to_f(xr[j]);
+    ss += v * v;
+  }
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(h) + eps);
+  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) o[j] = from_f<T>(to_f(xr[j]) * inv * w[j]);
+}
+
+template <typename T>
+__global__ void add_rms_norm_kernel(T* residual, const T* delta, const float* w, float eps, int64_t h, T* out) {
+  T* r = residual + blockIdx.x * h;
+  const T* d = delta + blockIdx.x * h;
+  T* o = out + blockIdx.x * h;
+  float ss = 0;
+  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) {
+    // Round the sum to the storage type first, as the reference model does.
+    T s = from_f<T>(to_f(r[j]) + to_f(d[j]));
+    r[j] = s;
+    float v = to_f(s);
+    ss += v * v;
+  }
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(h) + eps);
+  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) o[j] = from_f<T>(to_f(r[j]) * inv * w[j]);
+}
+
+template <typename T>
+__global__ void rope_kernel(RopeLaunch a) {
+  const int64_t t = blockIdx.x;
+  const int half = a.rotary_dim / 2;
+  const float pos = static_cast<float>(a.positions[t]);
+  const int heads = a.num_heads + a.num_kv_heads;
+  const T* qin = static_cast<const T*>(a.q) + t * a.q_stride;
+  const T* kin = static_cast<const T*>(a.k) + t * a.k_stride;
+  T* qout = static_cast<T*>(a.q_out) + t * a.num_heads * a.head_dim;
+  T* kout = static_cast<T*>(a.k_out) + t * a.num_kv_heads * a.head_dim;
+  // One thread per (head, pair): both elements of a pair are read before
+  // either is written, so in-place use is safe.
+  for (int idx = threadIdx.x; idx < heads * half; idx += blockDim.x) {
+    const int hd = idx / half, i = idx % half;
+    const T* src = hd < a.num_heads ? qin + hd * a.head_dim : kin + (hd - a.num_heads) * a.head_dim;
+    T* dst = hd < a.num_heads ? qout + hd * a.head_dim : kout + (hd - a.num_heads) * a.head_dim;
+    float s, c;
+    sincosf(pos * a.inv_freq[i], &s, &c);
+    c *= a.mscale;
+    s *= a.mscale;
+    const int ia = a.interleaved ? 2 * i : i;
+    const int ib = a.interleaved ? 2 * i + 1 : i + half;
+    const float x0 = to_f(src[ia]), x1 = to_f(src[ib]);
+    dst[ia] = from_f<T>(x0 * c - x1 * s);
+    dst[ib] = from_f<T>(x1 * c + x0 * s);
+  }
+  const int pass = a.head_dim - a.rotary_dim;
+  if (pass > 0) {
+    for (int idx = threadIdx.x; idx < heads * pass; idx += blockDim.x) {
+      const int hd = idx / pass, j = a.rotary_dim + idx % pass;
+      const T* src = hd < a.num_heads ? qin + hd * a.head_dim : kin + (hd - a.num_heads) * a.head_dim;
+      T* dst = hd < a.num_heads ? qout + hd * a.head_dim : kout + (hd - a.num_heads) * a.head_dim;
+      dst[j] = src[j];
+    }
+  }
+  const T* vin = static_cast<const T*>(a.v) + t * a.v_stride;
+  T* vout = static_cast<T*>(a.v_out) + t * a.num_kv_heads * a.head_dim;
+  if (vin != vout) {
+    for (int j = threadIdx.x; j < a.num_kv_heads * a.head_dim; j += blockDim.x) vout[j] = vin[j];
+  }
+}
+
+template <typename T>
+__global__ void silu_mul_kernel(const T* gate, const T* up, int64_t in_stride, int64_t n, T* out) {
+  const int64_t r = blockIdx.y;
+  for (int64_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = to_f(gate[r * in_stride + j]);
+    out[r * n + j] = from_f<T>(g / (1.0f + __expf(-g)) * to_f(up[r * in_stride + j]));
+  }
+}
+
+__global__ void gather_kernel(const char* x, const int32_t* idx, int64_t row_bytes, char* out) {
+  const char* src = x + static_cast<int64_t>(idx[blockIdx.x]) * row_bytes;
+  char* dst = out + blockIdx.x * row_bytes;
+  for (int64_t j = threadIdx.x; j < row_bytes; j += blockDim.x) dst[j] = src[j];
+}
+
+template <typename Tin, typename Tout>
+__global__ void convert_kernel(const Tin* in, Tout* out, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = from_f<Tout>(to_f(in[i]));
+}
+
+template <typename T>
+__global__ void add_bias_kernel(T* y, const float* bias, int64_t n, int64_t total) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y[i] = from_f<T>(to_f(y[i]) + bias[i % n]);
+}
+
+// One warp per output feature; 16-byte loads of the weight row, each read
+// once and applied to every row of x (x stays in L1/L2).
+template <typename T, typename Ty, bool kVec>
+__global__ void gemv_kernel(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k) {
+  constexpr int kPer = 16 / sizeof(T);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
+  if (row >= n) return;
+  const T* wr = w + row * k;
+  float acc[kGemvMaxRows];
+#pragma unroll
+  for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
+  if (kVec) {
+    for (int64_t base = static_cast<int64_t>(lane) * kPer; base < k; base += 32 * kPer) {
+      uint4 wv = *reinterpret_cast<const uint4*>(wr + base);
+      const T* we = reinterpret_cast<const T*>(&wv);
+      float wf[kPer];
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) wf[e] = to_f(we[e]);
+#pragma unroll
+      for (int r = 0; r < kGemvMaxRows; ++r) {
+        if (r < m) {
+          uint4 xv = *reinterpret_cast<const uint4*>(x + r * k + base);
+          const T* xe = reinterpret_cast<const T*>(&xv);
+#pragma unroll
+          for (int e = 0; e < kPer; ++e) acc[r] += wf[e] * to_f(xe[e]);
+        }
+      }
+    }
+  } else {
+    for (int64_t j = lane; j < k; j += 32) {
+      const float wf = to_f(wr[j]);
+#pragma unroll
+      for (int r = 0; r < kGemvMaxRows; ++r)
+        if (r < m) acc[r] += wf * to_f(x[r * k + j]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kGemvMaxRows; ++r) {
+    if (r >= m) break;
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) y[r * n + row] = from_f<Ty>(v + (bias ? bias[row] : 0.0f));
+  }
+}
+
+unsigned grid_for(int64_t n, int threads) {
+  int64_t g = (n + threads - 1) / threads;
+  return static_cast<unsigned>(g < 1 ? 1 : (g > 65535 * 8 ? 65535 * 8 : g));
+}
+
+int norm_threads(int64_t h) { return h >= 4096 ? 1024 : (h >= 1024 ? 512 : 256); }
+
+}  // namespace
+
+int embedding(const void* table, int table_dtype, const int32_t* ids, int64_t m, int64_t vocab, int64_t h, void* out,
+              int out_dtype, void* stream) {
+  if (m == 0) return 0;
+  return dispatch(table_dtype, [&](auto tin) {
+    using Tin = decltype(tin);
+    dispatch(out_dtype, [&](auto tout) {
+      using Tout = decltype(tout);
+      embedding_kernel<Tin, Tout><<<static_cast<unsigned>(m), 256, 0, S(stream)>>>(
+          static_cast<const Tin*>(table), ids, vocab, h, static_cast<Tout*>(out));
+    });
+  });
+}
+
+int rms_norm(const void* x, const float* w, float eps, int64_t m, int64_t h, void* out, int dtype, void* stream) {
+  if (m == 0) return 0;
+  return dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    rms_norm_kernel<T><<<static_cast<unsigned>(m), norm_threads(h), 0, S(stream)>>>(static_cast<const T*>(x), w, eps,
+                                                                                     h, static_cast<T*>(out));
+  });
+}
+
+int add_rms_norm(void* residual, const void* delta, const float* w, float eps, int64_t m, int64_t h, void* out,
+                 int dtype, void* stream) {
+  if (m == 0) return 0;
+  return dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    add_rms_norm_kernel<T><<<static_cast<unsigned>(m), norm_threads(h), 0, S(stream)>>>(
+        static_cast<T*>(residual), static_cast<const T*>(delta), w, eps, h, static_cast<T*>(out));
+  });
+}
+
+int rope_qkv(const RopeLaunch& args, void* stream) {
+  if (args.tokens == 0) return 0;
+  return dispatch(args.dtype, [&](auto t) {
+    using T = decltype(t);
+    rope_kernel<T><<<static_cast<unsigned>(args.tokens), 256, 0, S(stream)>>>(args);
+  });
+}
+
+int silu_mul(const void* gate, const void* up, int64_t in_stride, int64_t m, int64_t n, void* out, int dtype,
+             void* stream) {
+  if (m == 0 || n == 0) return 0;
+  return dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    dim3 grid(static_cast<unsigned>((n + 255) / 256), static_cast<unsigned>(m));
+    silu_mul_kernel<T><<<grid, 256, 0, S(stream)>>>(static_cast<const T*>(gate), static_cast<const T*>(up), in_stride,
+                                                    n, static_cast<T*>(out));
+  });
+}
+
+int gather_rows(const void* x, const int32_t* idx, int64_t count, int64_t row_bytes, void* out, void* stream) {
+  if (count == 0) return 0;
+  gather_kernel<<<static_cast<unsigned>(count), 256, 0, S(stream)>>>(static_cast<const char*>(x), idx, row_bytes,
+                                                                      static_cast<char*>(out));
+  return static_cast<int>(cudaGetLastError());
+}
+
+int convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n, void* stream) {
+  if (n == 0) return 0;
+  return dispatch(in_dtype, [&](auto tin) {
+    using Tin = decltype(tin);
+    dispatch(out_dtype, [&](auto tout) {
+      using Tout = decltype(tout);
+      convert_kernel<Tin, Tout><<<grid_for(n, 256), 256, 0, S(stream)>>>(static_cast<const Tin*>(in),
+                                                                          static_cast<Tout*>(out), n);
+    });
+  });
+}
+
+int add_bias(void* y, const float* bias, int64_t m, int64_t n, int dtype, void* stream) {
+  if (m * n == 0) return 0;
+  return dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    add_bias_kernel<T><<<grid_for(m * n, 256), 256, 0, S(stream)>>>(static_cast<T*>(y), bias, n, m * n);
+  });
+}
+
+int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
+         int y_dtype, void* stream) {
+  if (m == 0 || n == 0) return 0;
+  if (m > kGemvMaxRows) return static_cast<int>(cudaErrorInvalidValue);
+  constexpr int kWarps = 8;
+  const unsigned blocks = static_cast<unsigned>((n + kWarps - 1) / kWarps);
+  return dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    constexpr int kPer = 16 / sizeof(T);
+    const bool vec = k % kPer == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(w) % 16 == 0;
+    dispatch(y_dtype, [&](auto ty) {
+      using Ty = decltype(ty);
+      if (vec) {
+        gemv_kernel<T, Ty, true><<<blocks, kWarps * 32, 0, S(stream)>>>(
+            static_cast<const T*>(x), static_cast<const T*>(w), bias, static_cast<Ty*>(y), static_cast<int>(m), n, k);
+      } else {
+        gemv_kernel<T, Ty, false><<<blocks, kWarps * 32, 0, S(stream)>>>(
+            static_cast<const T*>(x), static_cast<const T*>(w), bias, static_cast<Ty*>(y), static_cast<int>(m), n, k);
+      }
+    });
+  });
+}
+
+}  // namespace aph::ops::kernels

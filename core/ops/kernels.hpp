@@ -1,0 +1,38 @@
+// Launchers for the CUDA kernels in kernels.cu (compiled as C++17, no logging).
+// Dtypes are aph_dtype values (F32, F16, BF16); `stream` is a cudaStream_t.
+// Each returns the launch's cudaError_t as an int (0 = success).
+#pragma once
+
+#include <cstdint>
+
+namespace aph::ops::kernels {
+
+int embedding(const void* table, int table_dtype, const int32_t* ids, int64_t m, int64_t vocab, int64_t h, void* out,
+              int out_dtype, void* stream);
+int rms_norm(const void* x, const float* w, float eps, int64_t m, int64_t h, void* out, int dtype, void* stream);
+int add_rms_norm(void* residual, const void* delta, const float* w, float eps, int64_t m, int64_t h, void* out,
+                 int dtype, void* stream);
+struct RopeLaunch {
+  const void* q; const void* k; const void* v;
+  int64_t q_stride, k_stride, v_stride;
+  void* q_out; void* k_out; void* v_out;
+  const int32_t* positions; const float* inv_freq;
+  int64_t tokens;
+  int num_heads, num_kv_heads, head_dim, rotary_dim;
+  bool interleaved;
+  float mscale;
+  int dtype;
+};
+int rope_qkv(const RopeLaunch& args, void* stream);
+int silu_mul(const void* gate, const void* up, int64_t in_stride, int64_t m, int64_t n, void* out, int dtype,
+             void* stream);
+int gather_rows(const void* x, const int32_t* idx, int64_t count, int64_t row_bytes, void* out, void* stream);
+int convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n, void* stream);
+// y[m, n] = x[m, :] · w[n, :] + bias[n] for m < M <= kGemvMaxRows; x and w of
+// one dtype, y of y_dtype. Reads each weight row once: the batch-1 decode path.
+constexpr int kGemvMaxRows = 8;
+int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
+         int y_dtype, void* stream);
+int add_bias(void* y, const float* bias, int64_t m, int64_t n, int dtype, void* stream);
+
+}  // namespace aph::ops::kernels

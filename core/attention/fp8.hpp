@@ -22,33 +22,6 @@ struct Fp8Format {
 inline constexpr Fp8Format kE4M3{4, 3, 7, 448.0f, 0x7e, 0x7f};
 inline constexpr Fp8Format kE5M2{5, 2, 15, 57344.0f, 0x7b, 0x7f};
 
-inline uint8_t f32_to_fp8(float f, const Fp8Format& fmt) {
-  const uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
-  if (std::isnan(f)) return sign | fmt.nan_code;
-  float a = std::fabs(f);
-  if (a >= fmt.max_finite) return sign | fmt.max_code;
-  if (a == 0.0f) return sign;
-  const int emin = 1 - fmt.bias;  // exponent of the smallest normal
-  int e;
-  std::frexp(a, &e);              // a = m * 2^e, m in [0.5, 1)
-  int unbiased = e - 1;
-  if (unbiased < emin) unbiased = emin;
-  // Quantize on the grid of this binade (or the subnormal grid); nearbyint in
-  // the default rounding mode is round-half-to-even.
-  float ulp = std::ldexp(1.0f, unbiased - fmt.man_bits);
-  float q = std::nearbyint(a / ulp);
-  float r = q * ulp;
-  if (r > fmt.max_finite) return sign | fmt.max_code;
-  if (r == 0.0f) return sign;
-  if (r < std::ldexp(1.0f, emin)) {  // subnormal
-    return sign | static_cast<uint8_t>(q);
-  }
-  std::frexp(r, &e);
-  int exp_field = e - 1 + fmt.bias;
-  int mant = static_cast<int>(std::ldexp(r, -(e - 1)) * (1 << fmt.man_bits)) - (1 << fmt.man_bits);
-  return sign | static_cast<uint8_t>((exp_field << fmt.man_bits) | mant);
-}
-
 inline float fp8_to_f32_slow(uint8_t b, const Fp8Format& fmt) {
   const bool neg = (b & 0x80) != 0;
   const int exp_field = (b >> fmt.man_bits) & ((1 << fmt.exp_bits) - 1);
@@ -84,5 +57,31 @@ inline const std::array<float, 256>& fp8_table(const Fp8Format& fmt) {
 }
 
 inline float fp8_to_f32(uint8_t b, const Fp8Format& fmt) { return fp8_table(fmt)[b]; }
+
+// Nearest code by binary search over the ascending positive codes, ties to
+// the even code (= even mantissa, as IEEE round-to-nearest-even). Both
+// differences are exact (Sterbenz), so ties are detected exactly.
+inline uint8_t f32_to_fp8(float f, const Fp8Format& fmt) {
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
+  if (std::isnan(f)) return sign | fmt.nan_code;
+  const float a = std::fabs(f);
+  if (a >= fmt.max_finite) return sign | fmt.max_code;
+  const auto& t = fp8_table(fmt);
+  int lo = 0, hi = fmt.max_code;  // first code whose value is >= a
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (t[mid] < a) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  int c = lo;
+  if (c > 0) {
+    const float up = t[c] - a, down = a - t[c - 1];
+    if (down < up || (down == up && ((c - 1) & 1) == 0)) c = c - 1;
+  }
+  return sign | static_cast<uint8_t>(c);
+}
 
 }  // namespace aph::attention

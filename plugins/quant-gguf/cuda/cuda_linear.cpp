@@ -70,6 +70,8 @@ void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream) {
     if (act_) state_.services->device_free(state_.services->host, device_, act_);
     act_ = nullptr;
     act_ = alloc(state_, device_, act, "GGUF activation scratch");
+    if (reinterpret_cast<uintptr_t>(act_) % 256 != 0)
+      throw Error(APH_ERR_INTERNAL, "GGUF activation scratch is not 256-byte aligned");
     act_bytes_ = act;
   }
   if (dequant > dequant_bytes_) {
@@ -112,6 +114,9 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_
       std::vector<uint8_t> host(weight_bytes_);
       repack_blocks(layout, weight, blocks, host.data());
       weight_ = alloc(state, device, weight_bytes_, "linear " + name_);
+      // The kernels use up to 16-byte loads inside blocks.
+      if (reinterpret_cast<uintptr_t>(weight_) % 16 != 0)
+        throw Error(APH_ERR_INTERNAL, "linear " + name_ + ": device_alloc returned memory not aligned to 16 bytes");
       check_cuda(static_cast<int>(cudaMemcpyAsync(weight_, host.data(), weight_bytes_,
                                                   cudaMemcpyHostToDevice, s)),
                  "linear " + name_ + ": upload");

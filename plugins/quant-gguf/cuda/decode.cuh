@@ -1,6 +1,8 @@
 // Device-side decoding of one 32-element chunk of a ggml block (in the
 // padded device layout, device_layout.hpp) into int8 codes packed four per
 // int plus an affine map per 16 elements: w = a[h]*q + b[h], h = half.
+// kHasMin says whether b can be non-zero (the reference then adds it; for the
+// other types it only multiplies, which matters for the sign of zero).
 // Every kernel (matvec, dequantize, get_rows) goes through these, so the
 // bit layouts of FORMATS.md §2.2 live in one place on the GPU.
 #pragma once
@@ -51,6 +53,7 @@ struct Decoder;
 template <>
 struct Decoder<2> {  // Q4_0: d@2 qs@4
   static constexpr int kBlock = 32, kStride = 20;
+  static constexpr bool kHasMin = false;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b + 2), 0.0f);
 #pragma unroll
@@ -65,6 +68,7 @@ struct Decoder<2> {  // Q4_0: d@2 qs@4
 template <>
 struct Decoder<3> {  // Q4_1: d@0 m@2 qs@4
   static constexpr int kBlock = 32, kStride = 20;
+  static constexpr bool kHasMin = true;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b), ld_f16(b + 2));
 #pragma unroll
@@ -79,6 +83,7 @@ struct Decoder<3> {  // Q4_1: d@0 m@2 qs@4
 template <>
 struct Decoder<6> {  // Q5_0: d@2 qh@4 qs@8
   static constexpr int kBlock = 32, kStride = 24;
+  static constexpr bool kHasMin = false;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b + 2), 0.0f);
     uint32_t qh = static_cast<uint32_t>(ld32(b + 4));
@@ -94,6 +99,7 @@ struct Decoder<6> {  // Q5_0: d@2 qh@4 qs@8
 template <>
 struct Decoder<7> {  // Q5_1: d@0 m@2 qh@4 qs@8
   static constexpr int kBlock = 32, kStride = 24;
+  static constexpr bool kHasMin = true;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b), ld_f16(b + 2));
     uint32_t qh = static_cast<uint32_t>(ld32(b + 4));
@@ -109,6 +115,7 @@ struct Decoder<7> {  // Q5_1: d@0 m@2 qh@4 qs@8
 template <>
 struct Decoder<8> {  // Q8_0: d@2 qs@4
   static constexpr int kBlock = 32, kStride = 36;
+  static constexpr bool kHasMin = false;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b + 2), 0.0f);
 #pragma unroll
@@ -119,6 +126,7 @@ struct Decoder<8> {  // Q8_0: d@2 qs@4
 template <>
 struct Decoder<10> {  // Q2_K: scales@0 qs@16 d@80 dmin@82
   static constexpr int kBlock = 256, kStride = 84;
+  static constexpr bool kHasMin = true;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     const int h = j / 4, shift = 2 * (j % 4);
     float d = ld_f16(b + 80), dmin = ld_f16(b + 82);
@@ -136,6 +144,7 @@ struct Decoder<10> {  // Q2_K: scales@0 qs@16 d@80 dmin@82
 template <>
 struct Decoder<11> {  // Q3_K: hmask@0 qs@32 scales@96 d@108
   static constexpr int kBlock = 256, kStride = 112;
+  static constexpr bool kHasMin = false;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     const int h = j / 4, jj = j % 4;
     const uint8_t* S = b + 96;
@@ -170,6 +179,7 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* S, int& sc, i
 template <>
 struct Decoder<12> {  // Q4_K: d@0 dmin@2 scales@4 qs@16
   static constexpr int kBlock = 256, kStride = 144;
+  static constexpr bool kHasMin = true;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     int sc, m;
     scale_min_k4(j, b + 4, sc, m);
@@ -186,6 +196,7 @@ struct Decoder<12> {  // Q4_K: d@0 dmin@2 scales@4 qs@16
 template <>
 struct Decoder<13> {  // Q5_K: d@0 dmin@2 scales@4 qh@16 qs@48
   static constexpr int kBlock = 256, kStride = 176;
+  static constexpr bool kHasMin = true;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     int sc, m;
     scale_min_k4(j, b + 4, sc, m);
@@ -203,6 +214,7 @@ struct Decoder<13> {  // Q5_K: d@0 dmin@2 scales@4 qh@16 qs@48
 template <>
 struct Decoder<14> {  // Q6_K: ql@0 qh@128 scales@192 d@208
   static constexpr int kBlock = 256, kStride = 212;
+  static constexpr bool kHasMin = false;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     const int h = j / 4, u = j % 4;
     float d = ld_f16(b + 208);
@@ -224,6 +236,7 @@ struct Decoder<14> {  // Q6_K: ql@0 qh@128 scales@192 d@208
 template <>
 struct Decoder<20> {  // IQ4_NL: d@2 qs@4
   static constexpr int kBlock = 32, kStride = 20;
+  static constexpr bool kHasMin = false;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b + 2), 0.0f);
 #pragma unroll
@@ -238,6 +251,7 @@ struct Decoder<20> {  // IQ4_NL: d@2 qs@4
 template <>
 struct Decoder<23> {  // IQ4_XS: d@0 scales_h@2 scales_l@4 qs@8
   static constexpr int kBlock = 256, kStride = 136;
+  static constexpr bool kHasMin = false;
   __device__ static void chunk(const uint8_t* b, int ib, Chunk& c) {
     uint32_t scales_h = ld_u16(b + 2);
     int lo = (b[4 + ib / 2] >> (4 * (ib % 2))) & 15;

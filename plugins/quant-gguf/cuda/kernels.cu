@@ -131,7 +131,8 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, int64_t n, in
 #pragma unroll
   for (int e = 0; e < 32; ++e) {
     const int q = static_cast<int8_t>(ch.q[e / 4] >> (8 * (e % 4)));
-    const float v = __fadd_rn(__fmul_rn(ch.a[e / 16], static_cast<float>(q)), ch.b[e / 16]);
+    const float p = __fmul_rn(ch.a[e / 16], static_cast<float>(q));
+    const float v = D::kHasMin ? __fadd_rn(p, ch.b[e / 16]) : p;
     o[e] = from_float<T>(v);
   }
 }

@@ -151,21 +151,33 @@ void compare(const ProblemSpec& spec, aph_dtype act, int32_t capture_max_ctx = 0
   EXPECT_EQ(bad_k, 0u) << "K cache bytes differ from the CPU write";
   EXPECT_EQ(bad_v, 0u) << "V cache bytes differ from the CPU write";
 
-  const float tol = act == APH_DTYPE_F16 ? 4e-3f : 2.5e-2f;
   const size_t real = static_cast<size_t>(p.query_start.back()) * spec.num_heads * spec.head_dim;
-  float worst = 0;
+  // Per (token, head) row and relative to that row's scale: over long
+  // contexts an output is a mean of thousands of values (|out| ~ 0.01), and a
+  // kernel that skipped a few tokens must still fail. The floor keeps the
+  // rounding noise of tiny outputs in.
+  const float rel = act == APH_DTYPE_F16 ? 4e-3f : 2.5e-2f;
+  const size_t hd = spec.head_dim;
+  float worst = 0;  // error / row tolerance
   size_t at = 0, nan = 0;
-  for (size_t i = 0; i < real; ++i) {
-    if (!std::isfinite(got.out[i])) {
-      ++nan;
-      continue;
+  for (size_t row = 0; row < real / hd; ++row) {
+    float peak = 0;
+    for (size_t e = 0; e < hd; ++e) peak = std::max(peak, std::fabs(want[row * hd + e]));
+    const float tol = rel * std::max(peak, 0.05f);
+    for (size_t e = 0; e < hd; ++e) {
+      const size_t i = row * hd + e;
+      if (!std::isfinite(got.out[i])) {
+        ++nan;
+        continue;
+      }
+      const float r = std::fabs(got.out[i] - want[i]) / tol;
+      if (r > worst) worst = r, at = i;
     }
-    float e = std::fabs(got.out[i] - want[i]);
-    if (e > worst) worst = e, at = i;
   }
   EXPECT_EQ(nan, 0u) << "non-finite or unwritten outputs";
-  EXPECT_LE(worst, tol) << "element " << at << " (token " << at / (spec.num_heads * spec.head_dim)
-                        << ") got " << got.out[at] << " want " << want[at];
+  EXPECT_LE(worst, 1.0f) << "error " << worst << "x the tolerance at element " << at << " (token "
+                         << at / (spec.num_heads * hd) << ") got " << got.out[at] << " want "
+                         << want[at];
 }
 
 struct Combo {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/chat/json_value.hpp"
+#include "core/chat/objects.hpp"
 #include "core/chat/runtime.hpp"
 #include "core/chat/utf8.hpp"
 
@@ -15,6 +16,11 @@ namespace aph::chat {
 namespace {
 
 using FilterFn = Value (*)(const Value& v, const CallArgs& args);
+
+Value iterator(const char* type_name, List items) {
+  return Value::object(std::make_shared<IteratorObject>(type_name, std::move(items)));
+}
+
 
 int64_t int_param(const Value& v, const char* what) {
   if (!v.is_int() && !v.is_bool()) fail(std::string(what) + " must be an integer, not " + v.python_type_name());
@@ -29,7 +35,6 @@ size_t python_len(const Value& v) {
     case Kind::Tuple: return v.as_list().size();
     case Kind::Dict: return v.as_dict().entries.size();
     default:
-      if (v.is_object() && v.as_object().iterable()) return v.as_object().items().size();
       fail("object of type '" + v.python_type_name() + "' has no len()");
   }
 }
@@ -88,7 +93,7 @@ Value f_batch(const Value& v, const CallArgs& args) {
     }
     out.push_back(Value::list(std::move(row)));
   }
-  return Value::list(std::move(out));
+  return iterator("generator", std::move(out));
 }
 
 Value f_capitalize(const Value& v, const CallArgs& args) {
@@ -127,18 +132,8 @@ Value f_dictsort(const Value& v, const CallArgs& args) {
 
 Value f_escape(const Value& v, const CallArgs& args) {
   BoundArgs a(args, {}, "escape");
-  std::string out;
-  for (char c : v.str()) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return Value::string(out);
+  if (v.is_markup()) return v;
+  return Value::markup(html_escape(v.str()));
 }
 
 Value f_first(const Value& v, const CallArgs& args) {
@@ -259,11 +254,11 @@ Value f_indent(const Value& v, const CallArgs& args) {
 
 Value f_items(const Value& v, const CallArgs& args) {
   BoundArgs a(args, {}, "items");
-  if (v.is_undefined()) return Value::list({});
+  if (v.is_undefined()) return iterator("generator", {});
   if (!v.is_dict()) fail("Can only get item pairs from a mapping.");
   List out;
   for (const auto& [k, val] : v.as_dict().entries) out.push_back(Value::tuple({k, val}));
-  return Value::list(std::move(out));
+  return iterator("dict_itemiterator", std::move(out));
 }
 
 Value f_join(const Value& v, const CallArgs& args) {
@@ -292,16 +287,19 @@ Value f_list(const Value& v, const CallArgs& args) {
 
 Value f_lower(const Value& v, const CallArgs& args) {
   BoundArgs a(args, {}, "lower");
-  return Value::string(py_lower(v.str()));
+  return v.is_markup() ? Value::markup(py_lower(v.str())) : Value::string(py_lower(v.str()));
 }
 
 Value f_upper(const Value& v, const CallArgs& args) {
   BoundArgs a(args, {}, "upper");
-  return Value::string(py_upper(v.str()));
+  return v.is_markup() ? Value::markup(py_upper(v.str())) : Value::string(py_upper(v.str()));
 }
 
 Value f_map(const Value& v, const CallArgs& args) {
   List out;
+  // jinja2's map/select are generators guarded by `if value:`, so a falsy
+  // input (None, "", []) yields nothing before any argument is checked.
+  if (!v.truthy()) return iterator("generator", {});
   if (args.positional.empty() && args.find_named("attribute")) {
     const Value* attribute = args.find_named("attribute");
     const Value* fallback = args.find_named("default");
@@ -313,17 +311,18 @@ Value f_map(const Value& v, const CallArgs& args) {
       if (fallback && !fallback->is_none() && x.is_undefined()) x = *fallback;
       out.push_back(x);
     }
-    return Value::list(std::move(out));
+    return iterator("generator", std::move(out));
   }
   if (args.positional.empty()) fail("map requires a filter argument");
   std::string name = args.positional[0].str();
   if (!has_filter(name)) fail("No filter named '" + name + "'.");
   CallArgs rest{{args.positional.begin() + 1, args.positional.end()}, args.named};
   for (const Value& item : iterate(v)) out.push_back(apply_filter(name, item, rest));
-  return Value::list(std::move(out));
+  return iterator("generator", std::move(out));
 }
 
 Value select_or_reject(const Value& v, const CallArgs& args, bool select, bool by_attribute) {
+  if (!v.truthy()) return iterator("generator", {});
   size_t off = 0;
   Value attribute;
   if (by_attribute) {
@@ -345,7 +344,7 @@ Value select_or_reject(const Value& v, const CallArgs& args, bool select, bool b
     bool ok = test ? apply_test(*test, x, test_args) : x.truthy();
     if (ok == select) out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return iterator("generator", std::move(out));
 }
 
 Value f_select(const Value& v, const CallArgs& a) { return select_or_reject(v, a, true, false); }
@@ -381,7 +380,8 @@ Value f_reverse(const Value& v, const CallArgs& args) {
   if (v.is_string()) return get_slice(v, Value::none(), Value::none(), Value::integer(-1));
   List items = iterate(v);
   std::reverse(items.begin(), items.end());
-  return Value::list(std::move(items));
+  return v.is_sequence() ? iterator(v.is_list() ? "list_reverseiterator" : "reversed", std::move(items))
+                         : Value::list(std::move(items));
 }
 
 Value f_round(const Value& v, const CallArgs& args) {
@@ -415,7 +415,7 @@ Value f_round(const Value& v, const CallArgs& args) {
 
 Value f_safe(const Value& v, const CallArgs& args) {
   BoundArgs a(args, {}, "safe");
-  return v.is_string() ? v : Value::string(v.str());
+  return Value::markup(v.str());
 }
 
 Value f_sort(const Value& v, const CallArgs& args) {
@@ -436,7 +436,7 @@ Value f_sort(const Value& v, const CallArgs& args) {
 
 Value f_string(const Value& v, const CallArgs& args) {
   BoundArgs a(args, {}, "string");
-  return Value::string(v.str());
+  return v.is_markup() ? v : Value::string(v.str());
 }
 
 Value f_sum(const Value& v, const CallArgs& args) {
@@ -501,7 +501,8 @@ Value f_tojson(const Value& v, const CallArgs& args) {
 
 Value f_trim(const Value& v, const CallArgs& args) {
   BoundArgs a(args, {"chars"}, "trim");
-  return Value::string(py_strip(v.str(), a.get_or(0, Value::none()), true, true));
+  std::string s = py_strip(v.str(), a.get_or(0, Value::none()), true, true);
+  return v.is_markup() ? Value::markup(s) : Value::string(s);
 }
 
 Value f_truncate(const Value& v, const CallArgs& args) {
@@ -539,7 +540,7 @@ Value f_unique(const Value& v, const CallArgs& args) {
       out.push_back(item);
     }
   }
-  return Value::list(std::move(out));
+  return iterator("generator", std::move(out));
 }
 
 Value f_wordcount(const Value& v, const CallArgs& args) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/chat/value.hpp"
 
@@ -41,6 +42,23 @@ class LoopObject : public Object, public std::enable_shared_from_this<LoopObject
   // Renders the loop body again over new items (recursive loops); empty
   // when the loop is not recursive or has finished.
   std::function<Value(const List&)> recurse;
+};
+
+// What select/map/selectattr/items/... return in jinja2: a one-shot iterator.
+// Templates must pass it through |list before tojson or |length, exactly as
+// with jinja2, so it is not a plain list here either.
+class IteratorObject : public Object {
+ public:
+  IteratorObject(std::string type_name, List items) : type_name_(std::move(type_name)), items_(std::move(items)) {}
+  std::string type_name() const override { return type_name_; }
+  std::string repr() const override { return "<" + type_name_ + " object>"; }
+  bool iterable() const override { return true; }
+  // Python iterators are exhausted by the first pass.
+  List items() const override { return std::exchange(items_, {}); }
+
+ private:
+  std::string type_name_;
+  mutable List items_;
 };
 
 }  // namespace aph::chat

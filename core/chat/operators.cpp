@@ -182,10 +182,17 @@ namespace {
        r.python_type_name() + "'");
 }
 
-int64_t checked(bool overflow, int64_t v) {
-  if (overflow) fail("integer overflow");
-  return v;
+// Arguments are evaluated in unspecified order, so the overflow builtins run
+// here, before the result is read.
+template <typename Op>
+int64_t checked(Op op, int64_t a, int64_t b) {
+  int64_t result = 0;
+  if (op(a, b, &result)) fail("integer overflow");
+  return result;
 }
+constexpr auto add_op = [](int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); };
+constexpr auto sub_op = [](int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); };
+constexpr auto mul_op = [](int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); };
 
 Value repeat(const Value& seq, int64_t times) {
   if (times < 0) times = 0;
@@ -220,9 +227,9 @@ Value power(const Value& l, const Value& r) {
   int64_t exp = r.as_int();
   int64_t result = 1;
   while (exp > 0) {
-    if (exp & 1) result = checked(__builtin_mul_overflow(result, base, &result), result);
+    if (exp & 1) result = checked(mul_op, result, base);
     exp >>= 1;
-    if (exp > 0) base = checked(__builtin_mul_overflow(base, base, &base), base);
+    if (exp > 0) base = checked(mul_op, base, base);
   }
   return Value::integer(result);
 }
@@ -240,12 +247,17 @@ Value binary_op(const std::string& op, const Value& l, const Value& r) {
   if (r.is_undefined()) fail_undefined(r);
   const bool numbers = l.is_number() && r.is_number();
   const bool ints = numbers && !l.is_float() && !r.is_float();
-  int64_t out = 0;
   if (op == "+") {
-    if (ints) return Value::integer(checked(__builtin_add_overflow(l.as_int(), r.as_int(), &out), out));
+    if (ints) return Value::integer(checked(add_op, l.as_int(), r.as_int()));
     if (numbers) return Value::floating(l.as_double() + r.as_double());
     if (l.is_string() && r.is_string()) {
       check_string_size(l.as_string().size() + r.as_string().size());
+      if (l.is_markup() || r.is_markup()) {
+        const std::string left = l.is_markup() ? l.as_string() : html_escape(l.as_string());
+        const std::string right = r.is_markup() ? r.as_string() : html_escape(r.as_string());
+        check_string_size(left.size() + right.size());
+        return Value::markup(left + right);
+      }
       return Value::string(l.as_string() + r.as_string());
     }
     if (l.kind() == r.kind() && l.is_sequence()) {
@@ -260,12 +272,12 @@ Value binary_op(const std::string& op, const Value& l, const Value& r) {
     unsupported("+", l, r);
   }
   if (op == "-") {
-    if (ints) return Value::integer(checked(__builtin_sub_overflow(l.as_int(), r.as_int(), &out), out));
+    if (ints) return Value::integer(checked(sub_op, l.as_int(), r.as_int()));
     if (numbers) return Value::floating(l.as_double() - r.as_double());
     unsupported("-", l, r);
   }
   if (op == "*") {
-    if (ints) return Value::integer(checked(__builtin_mul_overflow(l.as_int(), r.as_int(), &out), out));
+    if (ints) return Value::integer(checked(mul_op, l.as_int(), r.as_int()));
     if (numbers) return Value::floating(l.as_double() * r.as_double());
     if ((l.is_string() || l.is_sequence()) && (r.is_int() || r.is_bool())) return repeat(l, r.as_int());
     if ((r.is_string() || r.is_sequence()) && (l.is_int() || l.is_bool())) return repeat(r, l.as_int());

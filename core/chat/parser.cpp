@@ -262,7 +262,7 @@ class Parser {
       return;
     }
     s.kind = StmtKind::SetBlock;
-    if (is_op("|")) parse_filter_chain(s.filters);
+    if (skip_op("|")) parse_filter_chain(s.filters);
     expect_block_end();
     std::string end;
     s.body = parse_body({"endset"}, &end);

@@ -171,6 +171,23 @@ List py_splitlines(const std::string& s, bool keepends) {
   return out;
 }
 
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  check_string_size(out.size());
+  return out;
+}
+
 std::string py_replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count) {
   std::string out;
   if (old.empty()) {

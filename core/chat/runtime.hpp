@@ -81,6 +81,8 @@ std::string py_title(const std::string& s);  // str.title(), not jinja's title f
 bool py_is_cased(char32_t c);
 List py_split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_right);
 List py_splitlines(const std::string& s, bool keepends);
+// markupsafe.escape: & < > " ' as HTML entities.
+std::string html_escape(const std::string& s);
 std::string py_replace(const std::string& s, const std::string& old, const std::string& replacement, int64_t count);
 
 }  // namespace aph::chat

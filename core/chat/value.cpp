@@ -79,6 +79,11 @@ Value Value::string(std::string s) {
   v.data_ = std::make_shared<std::string>(std::move(s));
   return v;
 }
+Value Value::markup(std::string s) {
+  Value v = string(std::move(s));
+  v.markup_ = true;
+  return v;
+}
 Value Value::list(List items) {
   Value v;
   v.kind_ = Kind::List;
@@ -144,8 +149,7 @@ bool Value::truthy() const {
       return !as_list().empty();
     case Kind::Dict:
       return !as_dict().entries.empty();
-    case Kind::Object:
-      return !as_object().iterable() || !as_object().items().empty();
+    case Kind::Object:  // Python objects without __len__ or __bool__ are truthy
     case Kind::Callable:
       return true;
   }

@@ -67,6 +67,9 @@ class Value {
   static Value integer(int64_t i);
   static Value floating(double f);
   static Value string(std::string s);
+  // A jinja2 Markup string (from |safe or |escape): concatenating a plain
+  // string to it HTML-escapes that string, as markupsafe does.
+  static Value markup(std::string s);
   static Value list(List items);
   static Value tuple(List items);
   static Value dict(Dict d);
@@ -81,6 +84,7 @@ class Value {
   bool is_float() const { return kind_ == Kind::Float; }
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
   bool is_string() const { return kind_ == Kind::String; }
+  bool is_markup() const { return markup_; }
   bool is_list() const { return kind_ == Kind::List; }
   bool is_tuple() const { return kind_ == Kind::Tuple; }
   bool is_sequence() const { return kind_ == Kind::List || kind_ == Kind::Tuple; }
@@ -112,6 +116,7 @@ class Value {
 
  private:
   Kind kind_ = Kind::Undefined;
+  bool markup_ = false;
   std::variant<std::monostate, bool, int64_t, double, std::shared_ptr<std::string>,
                std::shared_ptr<List>, std::shared_ptr<Dict>, std::shared_ptr<Object>,
                std::shared_ptr<Callable>>

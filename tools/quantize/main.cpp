@@ -82,16 +82,17 @@ int64_t order_key(const std::string& name) {
   return INT64_MAX;
 }
 
-float element(const weights::StoredTensor& t, int64_t i) {
-  uint16_t h;
-  switch (t.dtype) {
-    case APH_DTYPE_F32: {
-      float v;
-      std::memcpy(&v, t.data + 4 * i, 4);
-      return v;
-    }
-    case APH_DTYPE_F16: std::memcpy(&h, t.data + 2 * i, 2); return f16_to_f32(h);
-    default: std::memcpy(&h, t.data + 2 * i, 2); return bf16_to_f32(h);
+// n source elements from element `first` on, as fp32.
+void to_float_row(const weights::StoredTensor& t, int64_t first, int64_t n, float* out) {
+  if (t.dtype == APH_DTYPE_F32) {
+    std::memcpy(out, t.data + 4 * first, 4 * n);
+    return;
+  }
+  const uint8_t* p = t.data + 2 * first;
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    out[i] = t.dtype == APH_DTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
   }
 }
 
@@ -158,8 +159,7 @@ void run(const Options& o) {
         row.resize(p.cols);
         for (int64_t r = it.row_begin; r < it.row_end; ++r) {
           if (p.source) {
-            const int64_t src = p.source_row(r);
-            for (int64_t c = 0; c < p.cols; ++c) row[c] = element(*p.source, src * p.cols + c);
+            to_float_row(*p.source, p.source_row(r) * p.cols, p.cols, row.data());
           } else {
             std::copy(p.generated.begin(), p.generated.end(), row.begin());
           }

@@ -108,35 +108,37 @@ void fit_scale_min(const float* x, int n, int nmax, float* scale, float* min) {
     *min = -lo;
     return;
   }
+  float sx = 0.0f;
+  for (int i = 0; i < n; ++i) sx += x[i];
   float best_err = INFINITY, best_s = (hi - lo) / nmax, best_m = -lo;
-  for (int step = -4; step <= 12; ++step) {
-    float iscale = (nmax + 0.1f * step) / (hi - lo);
-    double sl = 0, sll = 0, sx = 0, slx = 0;
-    int q[256];
+  int q[256];
+  for (int step = -4; step <= 12; step += 2) {
+    const float iscale = (nmax + 0.1f * step) / (hi - lo);
+    float sl = 0, sll = 0, slx = 0;
     for (int i = 0; i < n; ++i) {
-      q[i] = std::clamp(static_cast<int>(std::lround(iscale * (x[i] - lo))), 0, nmax);
-      sl += q[i];
-      sll += double(q[i]) * q[i];
-      sx += x[i];
-      slx += q[i] * double(x[i]);
+      // x >= lo, so adding 0.5 and truncating rounds to nearest.
+      q[i] = std::min(static_cast<int>(iscale * (x[i] - lo) + 0.5f), nmax);
+      sl += static_cast<float>(q[i]);
+      sll += static_cast<float>(q[i] * q[i]);
+      slx += static_cast<float>(q[i]) * x[i];
     }
-    double det = n * sll - sl * sl;
+    const float det = n * sll - sl * sl;
     if (det <= 0) continue;
-    double s = (n * slx - sl * sx) / det;
-    double m = (sll * sx - sl * slx) / det;  // x ≈ s*q + m
-    if (m > 0) {                             // mins are subtracted, so m must be <= 0
+    float s = (n * slx - sl * sx) / det;
+    float m = (sll * sx - sl * slx) / det;  // x ≈ s*q + m
+    if (m > 0) {                            // mins are subtracted, so m must be <= 0
       m = 0;
       s = sll > 0 ? slx / sll : 0;
     }
-    double err = 0;
+    float err = 0;
     for (int i = 0; i < n; ++i) {
-      double e = s * q[i] + m - x[i];
+      const float e = s * static_cast<float>(q[i]) + m - x[i];
       err += e * e;
     }
     if (err < best_err) {
-      best_err = static_cast<float>(err);
-      best_s = static_cast<float>(s);
-      best_m = static_cast<float>(-m);
+      best_err = err;
+      best_s = s;
+      best_m = -m;
     }
   }
   *scale = std::max(best_s, 0.0f);
@@ -164,7 +166,7 @@ void qk_scale_min_block(const float* x, int nmax, float* d_out, float* dmin_out,
   for (int j = 0; j < 8; ++j) {
     float ds = d * sc[j], dm = dmin * mn[j];
     for (int l = 0; l < 32; ++l) {
-      int v = ds > 0 ? static_cast<int>(std::lround((x[32 * j + l] + dm) / ds)) : 0;
+      int v = ds > 0 ? static_cast<int>(std::nearbyint((x[32 * j + l] + dm) / ds)) : 0;
       q[32 * j + l] = std::clamp(v, 0, nmax);
     }
   }
@@ -218,7 +220,7 @@ void q6_k_block(const float* x, uint8_t* out) {
     sc[g] = static_cast<int8_t>(s);
     float ds = d * s;
     for (int l = 0; l < 16; ++l) {
-      int v = ds != 0.0f ? static_cast<int>(std::lround(x[16 * g + l] / ds)) : 0;
+      int v = ds != 0.0f ? static_cast<int>(std::nearbyint(x[16 * g + l] / ds)) : 0;
       q[16 * g + l] = std::clamp(v, -32, 31) + 32;
     }
   }

@@ -55,10 +55,13 @@ CudaContext::CudaContext(PluginState& state, int32_t device) : state_(state), de
   cublasHandle_t h = nullptr;
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw Error(APH_ERR_DEVICE, "cublasCreate failed");
   cublas_ = h;
+  // A workspace of our own, so cuBLAS allocates nothing inside a captured graph.
+  workspace_ = alloc(state_, device_, kWorkspaceBytes, "GGUF cuBLAS workspace");
 }
 
 CudaContext::~CudaContext() {
   if (cublas_) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  if (workspace_) state_.services->device_free(state_.services->host, device_, workspace_);
   if (act_) state_.services->device_free(state_.services->host, device_, act_);
   if (dequant_) state_.services->device_free(state_.services->host, device_, dequant_);
 }
@@ -145,8 +148,10 @@ CudaLinear::~CudaLinear() {
 
 void CudaLinear::gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream) {
   auto h = static_cast<cublasHandle_t>(state_.cuda->cublas());
-  if (cublasSetStream(h, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS)
-    throw Error(APH_ERR_DEVICE, "linear " + name_ + ": cublasSetStream failed");
+  // cublasSetStream resets the workspace, so set ours after it.
+  if (cublasSetStream(h, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(h, state_.cuda->workspace(), CudaContext::kWorkspaceBytes) != CUBLAS_STATUS_SUCCESS)
+    throw Error(APH_ERR_DEVICE, "linear " + name_ + ": cublasSetStream/cublasSetWorkspace failed");
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t dt = bf16_ ? CUDA_R_16BF : CUDA_R_16F;
   // Row-major y[m,n] = x[m,k] · W[n,k]ᵀ is column-major yᵀ = W · xᵀ.

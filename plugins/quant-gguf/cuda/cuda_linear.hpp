@@ -30,12 +30,15 @@ class CudaContext {
   void* act_scratch() const { return act_; }
   void* dequant_scratch() const { return dequant_; }
   void* cublas() const { return cublas_; }
+  void* workspace() const { return workspace_; }
+  static constexpr uint64_t kWorkspaceBytes = uint64_t{32} << 20;
   int32_t device() const { return device_; }
 
  private:
   PluginState& state_;
   int32_t device_;
   void* cublas_ = nullptr;
+  void* workspace_ = nullptr;
   void* act_ = nullptr;
   uint64_t act_bytes_ = 0;
   void* dequant_ = nullptr;

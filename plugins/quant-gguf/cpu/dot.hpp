@@ -23,7 +23,7 @@ struct DotKernels {
   // k is a multiple of 32; q gets k codes, d k/32 scales, s16 k/16 sums.
   void (*quantize_act)(const float* x, int8_t* q, float* d, float* s16, int64_t k);
   // Fused kernels reading ggml blocks directly for the hottest small-batch
-  // types (Q4_0, Q4_1, Q8_0); nullptr for other types.
+  // types (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K); nullptr for other types.
   using BlockDot = float (*)(const uint8_t* row, ActQ8 x, int64_t k);
   BlockDot (*block_dot)(uint32_t ggml_type);
   const char* name;

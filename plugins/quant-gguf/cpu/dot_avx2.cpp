@@ -184,11 +184,81 @@ float dot_q8_0(const uint8_t* row, ActQ8 x, int64_t k) {
   return hsum(_mm256_add_ps(acc0, acc1));
 }
 
+inline int scale_min(int j, const uint8_t* S, int* m) {
+  if (j < 4) {
+    *m = S[j + 4] & 63;
+    return S[j] & 63;
+  }
+  *m = (S[j + 4] >> 4) | ((S[j] >> 6) << 4);
+  return (S[j + 4] & 15) | ((S[j - 4] >> 6) << 4);
+}
+
+// Q4_K: per sub-block j, w = d*sc_j*q - dmin*m_j with q the low (even j) or
+// high (odd j) nibbles of 32 bytes.
+float dot_q4_k(const uint8_t* row, ActQ8 x, int64_t k) {
+  __m256 acc = _mm256_setzero_ps();
+  float accm = 0.0f;
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const uint8_t* blk = row + 144 * b;
+    const float d = f16(blk), dmin = f16(blk + 2);
+    const uint8_t* S = blk + 4;
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+      for (int t = 0; t < 2; ++t) {
+        const int j = 2 * c + t;
+        const int64_t xb = 8 * b + j;  // activation block of 32
+        int m;
+        const int sc = scale_min(j, S, &m);
+        const __m256i q = t ? _mm256_and_si256(_mm256_srli_epi16(v, 4), low) : _mm256_and_si256(v, low);
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * xb));
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), _mm256_set1_epi16(1));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * static_cast<float>(sc) * x.d[xb]), acc);
+        accm += dmin * static_cast<float>(m) * (x.s16[2 * xb] + x.s16[2 * xb + 1]);
+      }
+    }
+  }
+  return hsum(acc) - accm;
+}
+
+// Q6_K: q = (ql nibble | qh bits << 4) in [0, 63], w = d*sc_g*(q - 32) per
+// group of 16; the -32 is folded in through the activation sums.
+float dot_q6_k(const uint8_t* row, ActQ8 x, int64_t k) {
+  __m256 acc = _mm256_setzero_ps();
+  float acc32 = 0.0f;
+  const __m256i low = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x03);
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const uint8_t* blk = row + 210 * b;
+    const float d = f16(blk + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+      for (int u = 0; u < 4; ++u) {
+        const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32 * (u & 1)));
+        const __m256i lo = _mm256_and_si256(u < 2 ? ql : _mm256_srli_epi16(ql, 4), low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * u), two);
+        const __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+        const int64_t xb = 8 * b + 4 * h + u;
+        const int g = 8 * h + 2 * u;  // first group of 16
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * xb));
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), _mm256_set1_epi16(1));
+        const float s0 = d * static_cast<float>(sc[g]), s1 = d * static_cast<float>(sc[g + 1]);
+        const __m256 scale = _mm256_set_m128(_mm_set1_ps(s1 * x.d[xb]), _mm_set1_ps(s0 * x.d[xb]));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc);
+        acc32 += s0 * x.s16[2 * xb] + s1 * x.s16[2 * xb + 1];
+      }
+    }
+  }
+  return hsum(acc) - 32.0f * acc32;
+}
+
 DotKernels::BlockDot block_dot(uint32_t type) {
   switch (type) {
     case 2: return dot_q4_0;
     case 3: return dot_q4_1;
     case 8: return dot_q8_0;
+    case 12: return dot_q4_k;
+    case 14: return dot_q6_k;
     default: return nullptr;
   }
 }

@@ -129,3 +129,38 @@ TEST(LinearCpu, GetRowsAndBadIds) {
   EXPECT_THROW(CpuLinear(kQ4_K, 100, n, w.data(), {}, false), aph::Error);
   EXPECT_THROW(CpuLinear(16 /*IQ2_XXS*/, 256, n, w.data(), {}, false), aph::Error);
 }
+
+// The fused block kernels against the generic unpack + dot on the same int8
+// activations: only the summation order differs.
+TEST(LinearCpu, FusedBlockKernelsMatchUnpackPath) {
+  const DotKernels& kern = dot_kernels();
+  const int64_t k = 1024;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(k);
+  for (auto& v : x) v = normal(rng);
+  std::vector<int8_t> xq(k);
+  std::vector<float> xd(k / 32), xs(k / 16);
+  kern.quantize_act(x.data(), xq.data(), xd.data(), xs.data(), k);
+  ActQ8 act{xq.data(), xd.data(), xs.data()};
+  int fused_types = 0;
+  for (uint32_t t : test_data::all_types()) {
+    auto fused = kern.block_dot(t);
+    if (!fused) continue;
+    ++fused_types;
+    auto w = test_data::random_rows(t, 4, k, 17 + t);
+    const uint64_t row_bytes = w.size() / 4;
+    const int g = unpack_group(t);
+    std::vector<int8_t> q(k);
+    std::vector<float> a(k / 16), b(k / 16);
+    for (int r = 0; r < 4; ++r) {
+      unpack_row_i8(t, w.data() + r * row_bytes, q.data(), a.data(), b.data(), k);
+      float ref = (g == 16 ? kern.dot_g16 : kern.dot_g32)(q.data(), a.data(), b.data(), act, k);
+      float got = fused(w.data() + r * row_bytes, act, k);
+      EXPECT_NEAR(got, ref, 1e-4f * (std::fabs(ref) + 1.0f)) << type_name(t) << " row " << r;
+    }
+  }
+  if (avx2_kernels()) {
+    EXPECT_EQ(fused_types, 5);
+  }
+}

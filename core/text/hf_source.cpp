@@ -2,6 +2,7 @@
 // pre_tokenizer, post_processor and decoder sections), plus
 // tokenizer_config.json / special_tokens_map.json for the special tokens.
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -16,19 +17,21 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-json::object read_json_object(const fs::path& path, bool required) {
+json::object parse_object(std::string_view text, const std::string& name) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec) throw invalid_argument(name + ": not valid JSON: " + ec.message());
+  if (!v.is_object()) throw invalid_argument(name + ": the top level is not an object");
+  return std::move(v.as_object());
+}
+
+// The file's text, or nullopt when it does not exist.
+std::optional<std::string> read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (required) throw invalid_argument(path.string() + ": cannot be read");
-    return {};
-  }
+  if (!in) return std::nullopt;
   std::stringstream buffer;
   buffer << in.rdbuf();
-  boost::system::error_code ec;
-  json::value v = json::parse(buffer.str(), ec);
-  if (ec) throw invalid_argument(path.string() + ": not valid JSON: " + ec.message());
-  if (!v.is_object()) throw invalid_argument(path.string() + ": the top level is not an object");
-  return std::move(v.as_object());
+  return buffer.str();
 }
 
 // "bos_token": "<s>" or {"content": "<s>", ...}
@@ -51,12 +54,25 @@ std::unique_ptr<Tokenizer> Tokenizer::from_hf(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(file, ec)) file /= "tokenizer.json";
   const fs::path dir = file.parent_path();
-  const json::object root = read_json_object(file, true);
-  const json::object config = read_json_object(dir / "tokenizer_config.json", false);
-  const json::object special_map = read_json_object(dir / "special_tokens_map.json", false);
+  const auto tokenizer_json = read_text(file);
+  if (!tokenizer_json) throw invalid_argument(file.string() + ": cannot be read");
+  return from_hf_json(*tokenizer_json, read_text(dir / "tokenizer_config.json").value_or(""),
+                      read_text(dir / "special_tokens_map.json").value_or(""), file.string());
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_hf_json(std::string_view tokenizer_json,
+                                                   std::string_view tokenizer_config_json,
+                                                   std::string_view special_tokens_map_json,
+                                                   const std::string& source) {
+  const json::object root = parse_object(tokenizer_json, source);
+  const json::object config =
+      tokenizer_config_json.empty() ? json::object{} : parse_object(tokenizer_config_json, source + " (tokenizer_config.json)");
+  const json::object special_map = special_tokens_map_json.empty()
+                                       ? json::object{}
+                                       : parse_object(special_tokens_map_json, source + " (special_tokens_map.json)");
 
   VocabularySpec spec;
-  spec.source = file.string();
+  spec.source = source;
   HfSections sections(spec);
   sections.read_model(root);
   sections.read_added_tokens(root);

@@ -28,6 +28,13 @@ class Tokenizer {
   // From an HF directory or a tokenizer.json path (tokenizer_config.json and
   // special_tokens_map.json beside it are read when present).
   static std::unique_ptr<Tokenizer> from_hf(const std::string& path);
+  // The same from texts already in memory: tokenizer.json, and optionally
+  // tokenizer_config.json and special_tokens_map.json ("" = absent). `source`
+  // names the origin in error messages.
+  static std::unique_ptr<Tokenizer> from_hf_json(std::string_view tokenizer_json,
+                                                 std::string_view tokenizer_config_json = {},
+                                                 std::string_view special_tokens_map_json = {},
+                                                 const std::string& source = "tokenizer.json");
 
   virtual std::vector<int32_t> encode(std::string_view text, const EncodeOptions& options) const = 0;
   // The raw bytes of one token as it contributes to decoded text (SentencePiece

@@ -19,6 +19,15 @@ constexpr std::string_view kEndOfGenerationTexts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
     "<|end_of_text|>", "<|eom_id|>", "<｜end▁of▁sentence｜>"};
 
+// True when the token has a '▁' right after a character that is not one, so
+// it could span the start of a word in SentencePiece-escaped text.
+bool spans_space_mark_start(const std::string& t) {
+  for (size_t p = t.find(kSpaceMark, 1); p != std::string::npos; p = t.find(kSpaceMark, p + 1)) {
+    if (p < kSpaceMark.size() || t.compare(p - kSpaceMark.size(), kSpaceMark.size(), kSpaceMark) != 0) return true;
+  }
+  return false;
+}
+
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
   if (from.empty()) return text;
   std::string out;
@@ -137,12 +146,7 @@ TokenizerImpl::TokenizerImpl(VocabularySpec spec)
     case ModelKind::sentencepiece_scores:
       if (spec_.scores.empty()) throw invalid_argument(src + ": a SentencePiece vocabulary needs scores");
       spm_view_ = SpmVocabView{&token_to_id_, &spec_.scores, byte_token_};
-      spm_split_words_ = std::none_of(spec_.tokens.begin(), spec_.tokens.end(), [](const std::string& t) {
-        for (size_t p = t.find(kSpaceMark, 1); p != std::string::npos; p = t.find(kSpaceMark, p + 1)) {
-          if (p < kSpaceMark.size() || t.compare(p - kSpaceMark.size(), kSpaceMark.size(), kSpaceMark) != 0) return true;
-        }
-        return false;
-      });
+      split_at_space_marks_ = std::none_of(spec_.tokens.begin(), spec_.tokens.end(), spans_space_mark_start);
       break;
     case ModelKind::byte_level_bpe:
       merges_.emplace(token_to_id_, n, spec_.merges);
@@ -155,6 +159,13 @@ TokenizerImpl::TokenizerImpl(VocabularySpec spec)
       break;
     case ModelKind::char_bpe:
       merges_.emplace(token_to_id_, n, spec_.merges);
+      // Without a pre-tokenizer HF merges the whole text as one word; the
+      // same holds word by word when no token or merge result spans a '▁'.
+      split_at_space_marks_ =
+          spec_.pre_tokenizer.empty() &&
+          std::none_of(spec_.tokens.begin(), spec_.tokens.end(), spans_space_mark_start) &&
+          std::none_of(spec_.merges.begin(), spec_.merges.end(),
+                       [](const auto& m) { return spans_space_mark_start(m.first + m.second); });
       break;
   }
 }
@@ -224,11 +235,7 @@ void TokenizerImpl::encode_segment(std::string_view segment, bool first_segment,
     segment = rewritten;
   }
   if (segment.empty()) return;
-  if (spec_.kind == ModelKind::sentencepiece_scores) {
-    if (!spm_split_words_) {
-      spm_encode(segment, spm_view_, out);
-      return;
-    }
+  if (split_at_space_marks_) {
     size_t start = 0;
     for (size_t p = segment.find(kSpaceMark, 1); p != std::string_view::npos;
          p = segment.find(kSpaceMark, p + 1)) {
@@ -239,6 +246,10 @@ void TokenizerImpl::encode_segment(std::string_view segment, bool first_segment,
       start = p;
     }
     encode_word(segment.substr(start), out);
+    return;
+  }
+  if (spec_.kind == ModelKind::sentencepiece_scores) {
+    spm_encode(segment, spm_view_, out);
     return;
   }
   thread_local std::vector<std::string_view> words;

@@ -60,9 +60,9 @@ class TokenizerImpl final : public Tokenizer {
   std::array<int32_t, 256> byte_token_{};   // <0xNN> tokens (byte fallback)
   SpmVocabView spm_view_{};
   // No token has '▁' right after another character, so no token spans the
-  // start of a '▁' run: SentencePiece text can be encoded (and cached) word
-  // by word with the same result as in one piece.
-  bool spm_split_words_ = false;
+  // start of a '▁' run: SentencePiece-style text can be encoded (and cached)
+  // word by word with the same result as in one piece.
+  bool split_at_space_marks_ = false;
 
   // Words repeat: English text re-encodes the same few thousand words.
   mutable std::mutex cache_mutex_;

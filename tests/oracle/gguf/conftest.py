@@ -23,6 +23,20 @@ class Oracle:
                       ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]
         g.restype = ctypes.c_int
 
+    def describe(self, path) -> dict:
+        import json
+        f = self.lib.aph_gguf_oracle_describe
+        f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64]
+        f.restype = ctypes.c_uint64
+        probe = ctypes.create_string_buffer(1024)
+        need = f(str(path).encode(), probe, 0)
+        if need == 0:
+            f(str(path).encode(), probe, 1024)
+            raise RuntimeError(probe.value.decode())
+        buf = ctypes.create_string_buffer(need)
+        f(str(path).encode(), buf, need)
+        return json.loads(buf.raw[:need - 1].decode("utf-8"))
+
     def quantize(self, qtype: int, x: np.ndarray, nbytes: int) -> np.ndarray:
         x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
         out = np.empty(nbytes, dtype=np.uint8)

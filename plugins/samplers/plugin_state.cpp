@@ -1,6 +1,7 @@
 #include "plugins/samplers/plugin_state.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 
 #include "core/common/error.hpp"
@@ -12,7 +13,48 @@
 namespace aph::samplers {
 
 DeviceBuffer::~DeviceBuffer() {
+#ifdef APH_HAVE_CUDA
+  if (event_ != nullptr) {
+    cudaEventSynchronize(static_cast<cudaEvent_t>(event_));
+    cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+  }
+#endif
+  if (staging_ != nullptr && services_ != nullptr) services_->pinned_free(services_->host, staging_);
   if (data_ != nullptr && services_ != nullptr) services_->device_free(services_->host, device_, data_);
+}
+
+void* DeviceBuffer::upload(const aph_host_services* services, int32_t device, const void* data, size_t bytes,
+                           void* stream) {
+  void* dst = get(services, device, bytes, stream);
+#ifdef APH_HAVE_CUDA
+  auto s = static_cast<cudaStream_t>(stream);
+  if (event_ != nullptr) cudaEventSynchronize(static_cast<cudaEvent_t>(event_));  // staging free again
+  if (staging_bytes_ < bytes) {
+    if (staging_ != nullptr) services_->pinned_free(services_->host, staging_);
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    aph_error err{};
+    const size_t want = std::max<size_t>(bytes + bytes / 2, 4096);
+    staging_ = services->pinned_alloc(services->host, want, &err);
+    if (staging_ == nullptr) throw Error(APH_ERR_OUT_OF_MEMORY, std::string("samplers staging: ") + err.message);
+    staging_bytes_ = want;
+  }
+  if (event_ == nullptr) {
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+      throw Error(APH_ERR_DEVICE, "samplers: cudaEventCreate failed");
+    }
+    event_ = e;
+  }
+  std::memcpy(staging_, data, bytes);
+  cudaError_t e = cudaMemcpyAsync(dst, staging_, bytes, cudaMemcpyHostToDevice, s);
+  if (e == cudaSuccess) e = cudaEventRecord(static_cast<cudaEvent_t>(event_), s);
+  if (e != cudaSuccess) throw Error(APH_ERR_DEVICE, std::string("samplers upload: ") + cudaGetErrorString(e));
+#else
+  (void)data;
+  throw Error(APH_ERR_UNSUPPORTED, "samplers: built without CUDA");
+#endif
+  return dst;
 }
 
 void* DeviceBuffer::get(const aph_host_services* services, int32_t device, size_t bytes, void* stream) {
@@ -95,6 +137,12 @@ std::shared_ptr<const std::vector<int32_t>> PluginState::tokens_containing(
   std::lock_guard<std::mutex> lock(mutex_);
   if (vocab_ == vocab) containing_cache_[key] = ids;
   return ids;
+}
+
+void* PluginState::upload(const std::string& key, int32_t device, const void* data, size_t bytes, void* stream) {
+  std::unique_ptr<DeviceBuffer>& buf = scratch_[key];
+  if (!buf) buf = std::make_unique<DeviceBuffer>();
+  return buf->upload(services_, device, data, bytes, stream);
 }
 
 void* PluginState::scratch(const std::string& key, int32_t device, size_t bytes, void* stream) {

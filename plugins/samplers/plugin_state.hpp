@@ -34,12 +34,19 @@ class DeviceBuffer {
   // Returns at least `bytes` on `device`; waits for `stream` before freeing an
   // old, smaller buffer (a kernel may still read it).
   void* get(const aph_host_services* services, int32_t device, size_t bytes, void* stream);
+  // Copies host data into the buffer through a pinned staging copy, so the
+  // transfer is truly asynchronous. The staging copy is reused once the
+  // previous transfer from it has finished (an event tells).
+  void* upload(const aph_host_services* services, int32_t device, const void* data, size_t bytes, void* stream);
 
  private:
   const aph_host_services* services_ = nullptr;
   int32_t device_ = -1;
   size_t bytes_ = 0;
   void* data_ = nullptr;
+  void* staging_ = nullptr;  // pinned host memory
+  size_t staging_bytes_ = 0;
+  void* event_ = nullptr;    // cudaEvent_t recorded after the last upload
 };
 
 class PluginState {
@@ -59,6 +66,8 @@ class PluginState {
 
   // Engine thread only. A named scratch buffer of at least `bytes`.
   void* scratch(const std::string& key, int32_t device, size_t bytes, void* stream);
+  // Engine thread only. Uploads host data into the named scratch buffer.
+  void* upload(const std::string& key, int32_t device, const void* data, size_t bytes, void* stream);
 
  private:
   const aph_host_services* services_;

@@ -8,14 +8,8 @@ namespace aph::samplers {
 
 void* upload_bytes(PluginState& st, const std::string& key, const void* data, size_t bytes, int32_t device,
                    aph_stream stream) {
-  void* dst = st.scratch(key, device, bytes == 0 ? 4 : bytes, stream);
-  if (bytes > 0) {
-    // From pageable memory the copy is staged before this call returns, so
-    // the caller's vector may go away right after.
-    cudaError_t e = cudaMemcpyAsync(dst, data, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream));
-    if (e != cudaSuccess) throw Error(APH_ERR_DEVICE, "samplers: upload " + key + ": " + cudaGetErrorString(e));
-  }
-  return dst;
+  if (bytes == 0) return st.scratch(key, device, 4, stream);
+  return st.upload(key, device, data, bytes, stream);
 }
 
 void check_launch(const std::string& error, const char* stage) {

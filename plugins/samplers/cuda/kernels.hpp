@@ -67,6 +67,24 @@ std::string launch_xtc(LogitsView logits, int32_t n, const int32_t* row_index, c
 std::string launch_top_k(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* k, void* stream);
 std::string launch_top_p(LogitsView logits, int32_t n, const int32_t* row_index, const float* p, void* stream);
 
+// Stages that cut (or reshape) by a per-row statistic of the distribution.
+enum ThresholdKind : int32_t {
+  kTopA = 0,       // p >= param * p_max^2
+  kEpsilon = 1,    // p >= param
+  kEta = 2,        // p >= min(param, sqrt(param) * exp(-H))
+  kNsigma = 3,     // logit >= max - param * std
+  kQuadratic = 4,  // logit' = m - k d^2 + s d^3 with k = param, s = param2
+};
+
+struct ThresholdRow {
+  int32_t row;
+  int32_t kind;
+  double param;
+  double param2;
+};
+
+std::string launch_threshold(LogitsView logits, int32_t n, const ThresholdRow* rows, void* stream);
+
 struct SampleRow {
   int32_t row;
   int32_t greedy;

@@ -112,6 +112,21 @@ void SkewStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) {
 
 namespace aph::samplers {
 
+void QuadraticStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<cuda::ThresholdRow> rows;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
+      // The same float k and s as the CPU stage computes.
+      const float k = p->factor * (3.0f - p->curve) / 2.0f;
+      const float sc = p->factor * (p->curve - 1.0f) / 2.0f;
+      rows.push_back({static_cast<int32_t>(i), cuda::kQuadratic, k, sc});
+    }
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, "quadratic.rows", rows, b, s);
+  check_launch(cuda::launch_threshold(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, s), info.name);
+}
+
 // The per-step coin is drawn on the host (it depends only on seed and step);
 // rows whose coin fails cost the device nothing.
 void XtcStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {

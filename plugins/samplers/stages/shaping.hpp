@@ -17,6 +17,9 @@ struct QuadraticStage {
   static std::span<const aph_sampler_field> fields();
   static std::unique_ptr<Params> create(const Request& r, PluginState& st);
   static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+#ifdef APH_HAVE_CUDA
+  static void apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s);
+#endif
 };
 
 // Exclude Top Choices: with probability xtc_probability per step, when two or

@@ -318,5 +318,32 @@ void MinPStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stre
   per_row_launch<Params, float>(st, info.name, b, s, [](const Params& p) { return p.log_min_p; }, cuda::launch_min_p);
 }
 
+namespace {
+template <typename P, typename Param>
+void threshold_launch(PluginState& st, const char* stage, const aph_sampler_batch& b, aph_stream s,
+                      int32_t kind, Param param) {
+  std::vector<cuda::ThresholdRow> rows;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<P*>(b.rows[i].params)) rows.push_back({static_cast<int32_t>(i), kind, param(*p), 0.0});
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, std::string(stage) + ".rows", rows, b, s);
+  check_launch(cuda::launch_threshold(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, s), stage);
+}
+}  // namespace
+
+void TopNsigmaStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  threshold_launch<Params>(st, info.name, b, s, cuda::kNsigma, [](const Params& p) { return static_cast<double>(p.nsigma); });
+}
+void TopAStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  threshold_launch<Params>(st, info.name, b, s, cuda::kTopA, [](const Params& p) { return static_cast<double>(p.a); });
+}
+void EtaCutoffStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  threshold_launch<Params>(st, info.name, b, s, cuda::kEta, [](const Params& p) { return p.eta; });
+}
+void EpsilonCutoffStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  threshold_launch<Params>(st, info.name, b, s, cuda::kEpsilon, [](const Params& p) { return p.epsilon; });
+}
+
 }  // namespace aph::samplers
 #endif

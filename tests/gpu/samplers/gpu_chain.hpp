@@ -16,12 +16,17 @@
 
 namespace aph::test {
 
+// Device memory, or pinned host memory for APH_DEVICE_CPU.
 inline void* cuda_alloc(int32_t device, uint64_t bytes) {
   void* p = nullptr;
+  if (device == APH_DEVICE_CPU) return cudaMallocHost(&p, bytes) == cudaSuccess ? p : nullptr;
   cudaSetDevice(device);
   return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
 }
-inline void cuda_free(int32_t, void* p) { cudaFree(p); }
+inline void cuda_free(int32_t device, void* p) {
+  if (device == APH_DEVICE_CPU) cudaFreeHost(p);
+  else cudaFree(p);
+}
 
 struct DeviceChain {
   explicit DeviceChain(int32_t device, int32_t vocab, sampling::ChainOptions options = {}) {

@@ -15,6 +15,8 @@ void host_log(void*, int32_t level, const char* message) {
   if (level >= APH_LOG_WARN) std::fprintf(stderr, "[plugin] %s\n", message);
 }
 const char* host_config(void* host);
+void* pinned_alloc(void* host, uint64_t bytes, aph_error*);
+void pinned_free(void* host, void* p);
 struct HostContext {
   std::string config;
   LoadedPlugins::AllocFn alloc = nullptr;
@@ -31,11 +33,18 @@ void host_free(void* host, int32_t device, void* p) {
   if (device != APH_DEVICE_CPU && h->free != nullptr) return h->free(device, p);
   std::free(p);
 }
-void* pinned_alloc(void*, uint64_t bytes, aph_error*) { return std::malloc(bytes); }
-void pinned_free(void*, void* p) { std::free(p); }
 int32_t active_device(void* host);
 const char* host_config(void* host) { return static_cast<HostContext*>(host)->config.c_str(); }
 int32_t active_device(void* host) { return static_cast<HostContext*>(host)->device; }
+void* pinned_alloc(void* host, uint64_t bytes, aph_error*) {
+  auto* h = static_cast<HostContext*>(host);
+  return h->alloc != nullptr ? h->alloc(APH_DEVICE_CPU, bytes) : std::malloc(bytes);
+}
+void pinned_free(void* host, void* p) {
+  auto* h = static_cast<HostContext*>(host);
+  if (h->free != nullptr) h->free(APH_DEVICE_CPU, p);
+  else std::free(p);
+}
 }  // namespace
 
 struct LoadedPlugins::Library {

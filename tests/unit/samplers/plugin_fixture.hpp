@@ -22,6 +22,7 @@ class LoadedPlugins {
   // malloc otherwise. Set before load().
   using AllocFn = void* (*)(int32_t device, uint64_t bytes);
   using FreeFn = void (*)(int32_t device, void* ptr);
+  // pinned_alloc / pinned_free use the same functions with APH_DEVICE_CPU.
   void set_device_memory(AllocFn alloc, FreeFn free, int32_t active_device);
 
   // Loads `path`; throws std::runtime_error with the reason on failure.

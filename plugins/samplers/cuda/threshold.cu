@@ -1,0 +1,80 @@
+// top-a, epsilon, eta, top-nsigma and quadratic smoothing: one block per row
+// computes the statistic (max, partition, entropy, standard deviation), then
+// one pass applies it with the CPU stage's comparisons. The most likely token
+// always stays (its probability is the maximum).
+#include "plugins/samplers/cuda/block_reduce.cuh"
+#include "plugins/samplers/cuda/kernels.hpp"
+
+namespace aph::samplers::cuda {
+namespace {
+
+__global__ void threshold_kernel(LogitsView logits, const ThresholdRow* rows) {
+  const ThresholdRow p = rows[blockIdx.x];
+  float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
+  const int64_t v = logits.vocab;
+  float m = -FLT_MAX;
+  for (int64_t i = threadIdx.x; i < v; i += blockDim.x) m = fmaxf(m, x[i]);
+  m = block_max(m);
+  if (p.kind == kQuadratic) {
+    const float k = static_cast<float>(p.param), s = static_cast<float>(p.param2);
+    for (int64_t i = threadIdx.x; i < v; i += blockDim.x) {
+      if (x[i] == -INFINITY) continue;
+      const float d = __fsub_rn(x[i], m);
+      x[i] = __fadd_rn(__fsub_rn(m, __fmul_rn(__fmul_rn(k, d), d)), __fmul_rn(__fmul_rn(__fmul_rn(s, d), d), d));
+    }
+    return;
+  }
+  if (p.kind == kNsigma) {
+    double sum = 0, count = 0;
+    for (int64_t i = threadIdx.x; i < v; i += blockDim.x) {
+      if (x[i] == -INFINITY) continue;
+      sum += x[i];
+      count += 1;
+    }
+    sum = block_sum(sum);
+    count = block_sum(count);
+    if (count < 2) return;
+    const double mean = sum / count;
+    double sq = 0;
+    for (int64_t i = threadIdx.x; i < v; i += blockDim.x) {
+      if (x[i] != -INFINITY) sq += (x[i] - mean) * (x[i] - mean);
+    }
+    sq = block_sum(sq);
+    const double threshold = static_cast<double>(m) - p.param * sqrt(sq / (count - 1));
+    for (int64_t i = threadIdx.x; i < v; i += blockDim.x) {
+      if (x[i] != -INFINITY && x[i] != m && static_cast<double>(x[i]) < threshold) x[i] = -INFINITY;
+    }
+    return;
+  }
+  double z = 0;
+  for (int64_t i = threadIdx.x; i < v; i += blockDim.x) z += exp(static_cast<double>(x[i]) - m);
+  z = block_sum(z);
+  double threshold = 0;
+  if (p.kind == kTopA) {
+    threshold = p.param / (z * z);  // a * p_max^2 with p_max = 1 / z
+  } else if (p.kind == kEpsilon) {
+    threshold = p.param;
+  } else {  // kEta
+    double ent = 0;
+    for (int64_t i = threadIdx.x; i < v; i += blockDim.x) {
+      const double pr = exp(static_cast<double>(x[i]) - m) / z;
+      if (pr > 0) ent -= pr * log(pr);
+    }
+    ent = block_sum(ent);
+    threshold = fmin(p.param, sqrt(p.param) * exp(-ent));
+  }
+  for (int64_t i = threadIdx.x; i < v; i += blockDim.x) {
+    if (x[i] == -INFINITY || x[i] == m) continue;
+    if (exp(static_cast<double>(x[i]) - m) / z < threshold) x[i] = -INFINITY;
+  }
+}
+
+}  // namespace
+
+std::string launch_threshold(LogitsView logits, int32_t n, const ThresholdRow* rows, void* stream) {
+  if (n == 0) return "";
+  threshold_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows);
+  return launch_error("threshold_kernel");
+}
+
+}  // namespace aph::samplers::cuda

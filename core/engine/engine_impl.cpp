@@ -249,12 +249,12 @@ void EngineImpl::retire_finished() {
       ++it;
       continue;
     }
-    r->channel->push(done_event());
     {
       std::lock_guard lock(stats_mu_);
       observe(stats_.e2e_latency, std::chrono::duration<double>(now - r->arrival).count());
       ++stats_.requests_finished;
     }
+    r->channel->push(done_event());
     it = active_.erase(it);
   }
 }
@@ -269,7 +269,6 @@ void EngineImpl::loop() {
     }
     take_inbox();
     handle_cancels();
-    retire_finished();
     if (scheduler_->has_work()) {
       try {
         step();
@@ -283,10 +282,11 @@ void EngineImpl::loop() {
           if (req->open_choices > 0)
             fail_request(req.get(), code, std::string("engine step failed: ") + e.what());
       }
-      retire_finished();
     }
-    queued_.store(scheduler_->num_waiting());
+    // Gauges first: a client that sees DONE also sees its blocks freed.
     update_gauges();
+    retire_finished();
+    queued_.store(scheduler_->num_waiting());
   }
   // Shutdown: every open request ends as aborted so no reader waits forever.
   take_inbox();

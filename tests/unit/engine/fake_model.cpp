@@ -94,7 +94,9 @@ void FakeRunner::open_gate() {
 Tensor FakeRunner::forward(const model::StepBatch& b) {
   {
     std::unique_lock lock(gate_mu_);
+    ++waiting_at_gate;
     gate_cv_.wait(lock, [&] { return gate_open_; });
+    --waiting_at_gate;
   }
   ++forwards;
   max_batch_seqs = std::max(max_batch_seqs.load(), b.n_seqs());
@@ -123,9 +125,72 @@ Tensor FakeRunner::forward(const model::StepBatch& b) {
     const int32_t next = fake_next_token(context);
     float* out = logits.as<float>() + r * vocab;
     for (int64_t v = 0; v < vocab; ++v) out[v] = -static_cast<float>((v * 7919) % 13);
-    out[next] = 5.0f;
+    out[next] = 100.0f;  // certain under any sampling
   }
   return logits;
+}
+
+namespace {
+
+int greedy_marker;
+
+aph_status greedy_row_create(void*, const char*, void** params, aph_error*) {
+  *params = &greedy_marker;
+  return APH_OK;
+}
+
+void greedy_row_destroy(void*, void*) {}
+
+aph_status greedy_apply(void*, const aph_sampler_batch* batch, aph_stream, aph_error* err) {
+  const int64_t vocab = batch->logits.shape[1];
+  auto* chosen = static_cast<int32_t*>(batch->chosen.data);
+  const auto* logits = static_cast<const float*>(batch->logits.data);
+  for (uint32_t r = 0; r < batch->n_rows; ++r) {
+    if (batch->rows[r].params == nullptr || chosen[r] >= 0) continue;
+    const float* row = logits + r * batch->logits.strides[0];
+    int32_t best = 0;
+    for (int32_t v = 1; v < vocab; ++v)
+      if (row[v] > row[best]) best = v;
+    chosen[r] = best;
+  }
+  (void)err;
+  return APH_OK;
+}
+
+// Built field by field so fields appended to the ABI later start zeroed.
+aph_sampler_stage make_greedy_stage() {
+  aph_sampler_stage s{};
+  s.size = sizeof(aph_sampler_stage);
+  s.name = "test_greedy";
+  s.priority_aliases = "";
+  s.kobold_id = -1;
+  s.default_position = 1000;
+  s.flags = APH_SAMPLER_SELECTS;
+  s.field_aliases = "";
+  s.row_create = greedy_row_create;
+  s.row_destroy = greedy_row_destroy;
+  s.apply = greedy_apply;
+  return s;
+}
+
+const aph_sampler_stage greedy_stage = make_greedy_stage();
+
+aph_sampler_vtable make_greedy_vtable() {
+  aph_sampler_vtable v{};
+  v.size = sizeof(aph_sampler_vtable);
+  v.n_stages = 1;
+  v.stages = &greedy_stage;
+  return v;
+}
+
+const aph_sampler_vtable greedy_vtable = make_greedy_vtable();
+
+}  // namespace
+
+PluginRegistry greedy_sampler_registry() {
+  PluginRegistry r;
+  r.samplers.push_back({"test-greedy", &greedy_vtable, nullptr});
+  return r;
 }
 
 }  // namespace aph::test

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/model/model_runner.hpp"
+#include "core/plugins/registry.hpp"
 #include "core/text/tokenizer.hpp"
 
 namespace aph::test {
@@ -68,6 +69,7 @@ class FakeRunner : public model::ModelRunner {
   // forward() throws while a batch holds this token id (-1: never).
   std::atomic<int32_t> fail_on_token{-1};
   std::atomic<int> forwards{0};
+  std::atomic<int> waiting_at_gate{0};
   std::atomic<int> max_batch_seqs{0};
   int num_blocks() const { return num_blocks_; }
 
@@ -81,5 +83,9 @@ class FakeRunner : public model::ModelRunner {
   std::condition_variable gate_cv_;
   bool gate_open_ = true;
 };
+
+// One sampler "plugin" with a single greedy selection stage, in-process, so
+// engine tests run the real sampler chain without loading .so files.
+PluginRegistry greedy_sampler_registry();
 
 }  // namespace aph::test

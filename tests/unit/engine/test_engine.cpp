@@ -3,6 +3,7 @@
 // stop conditions, logprobs, cancel, errors that fail one request only.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
 #include <thread>
@@ -74,7 +75,8 @@ void drain(const aph_engine_api* api, aph_request* req, Result& r) {
     r.prompt_tokens = ev.prompt_tokens;
     r.cached_prompt_tokens = ev.cached_prompt_tokens;
     if (ev.logprobs_json) {
-      for (auto& e : boost::json::parse(ev.logprobs_json).as_array()) c.logprobs.push_back(e);
+      const boost::json::value parsed = boost::json::parse(ev.logprobs_json);
+      for (const auto& e : parsed.as_array()) c.logprobs.push_back(e);
     }
     if (ev.kind == APH_EVENT_FINISHED) {
       c.finish_reason = ev.finish_reason ? ev.finish_reason : "";
@@ -99,10 +101,13 @@ struct Fixture {
     auto r = std::make_unique<FakeRunner>(max_model_len);
     runner = r.get();
     if (cfg.served_model_name.empty()) cfg.served_model_name = "fake";
+    // The fake model's blocks are tiny; keep the pool to a few thousand.
+    if (cfg.cpu_kv_cache_bytes == EngineConfig{}.cpu_kv_cache_bytes)
+      cfg.cpu_kv_cache_bytes = 256 << 10;
     engine = Engine::create_with_runner(cfg, std::move(r), registry);
     api = engine->api();
   }
-  aph::PluginRegistry registry;
+  aph::PluginRegistry registry = aph::test::greedy_sampler_registry();
   FakeRunner* runner = nullptr;
   std::unique_ptr<Engine> engine;
   const aph_engine_api* api = nullptr;
@@ -152,6 +157,9 @@ TEST(Engine, ManyConcurrentRequestsUnderKvPressureAllFinishCorrectly) {
   cfg.max_num_seqs = 16;
   cfg.max_num_batched_tokens = 64;
   Fixture f(cfg, 128);
+  // Everyone is queued before the first step ends, so the pool is contended.
+  f.runner->close_gate();
+  std::atomic<int> submitted{0};
   std::vector<std::thread> clients;
   std::vector<Result> results(48);
   std::vector<std::string> prompts;
@@ -159,10 +167,17 @@ TEST(Engine, ManyConcurrentRequestsUnderKvPressureAllFinishCorrectly) {
     prompts.push_back("req" + std::to_string(i) + std::string(i % 7, 'x'));
   for (int i = 0; i < 48; ++i) {
     clients.emplace_back([&, i] {
-      results[i] = run(f.api, R"({"prompt": ")" + prompts[i] + R"(", "max_tokens": )" +
-                                  std::to_string(10 + i % 20) + "}");
+      Result& res = results[i];
+      aph_request* req = submit(f.api,
+                                R"({"prompt": ")" + prompts[i] + R"(", "max_tokens": )" +
+                                    std::to_string(10 + i % 20) + "}",
+                                res);
+      ++submitted;
+      if (req) drain(f.api, req, res);
     });
   }
+  while (submitted.load() < 48) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  f.runner->open_gate();
   for (auto& t : clients) t.join();
   for (int i = 0; i < 48; ++i) {
     ASSERT_TRUE(results[i].done) << i << " " << results[i].error;
@@ -293,26 +308,30 @@ TEST(Engine, BadFieldsFailTheRequestNamingTheField) {
 TEST(Engine, CancelFreesTheRequestWithinAStep) {
   Fixture f;
   Result r;
+  // The engine is held inside its first step (the prefill) when the cancel lands.
+  f.runner->close_gate();
   aph_request* req =
       submit(f.api, R"({"prompt": "long", "max_tokens": 200, "ignore_eos": true})", r);
   ASSERT_NE(req, nullptr);
-  // Wait for the first tokens, then cancel.
+  while (f.runner->waiting_at_gate.load() == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  f.api->cancel(req);
+  f.runner->open_gate();
   aph_gen_event ev{};
   ev.size = sizeof ev;
   aph_error err = fresh_error();
-  do {
-    ASSERT_EQ(f.api->next_event(req, 1000, &ev, &err), APH_OK);
-  } while (ev.kind != APH_EVENT_TOKENS);
-  f.api->cancel(req);
+  uint64_t tokens = 0;
   std::string finish;
   for (;;) {
     ASSERT_EQ(f.api->next_event(req, 1000, &ev, &err), APH_OK);
     ASSERT_NE(ev.kind, APH_EVENT_NONE) << "no end after cancel";
+    tokens += ev.n_tokens;
     if (ev.kind == APH_EVENT_FINISHED) finish = ev.finish_reason;
     if (ev.kind == APH_EVENT_DONE) break;
   }
   f.api->release(req);
   EXPECT_EQ(finish, "abort");
+  EXPECT_LE(tokens, 1u);  // the step in flight completes; no further step runs
   for (int i = 0; i < 100 && f.engine->stats().kv_usage > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(f.engine->stats().kv_usage, 0.0);
@@ -352,6 +371,7 @@ TEST(Engine, DeviceFaultFailsOnlyTheRequestsOfThatStep) {
   EXPECT_TRUE(good.done);
   EXPECT_EQ(good.choices[0].tokens, reference_continuation(prompt_ids("fine"), 3, true));
   EXPECT_EQ(f.engine->stats().kv_usage, 0.0);
+  EXPECT_EQ(f.engine->stats().running, 0);
 }
 
 TEST(Engine, PrefixCacheHitsAreReportedAsCachedPromptTokens) {

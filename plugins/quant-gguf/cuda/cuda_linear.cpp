@@ -124,7 +124,7 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_
                                                   cudaMemcpyHostToDevice, s)),
                  "linear " + name_ + ": upload");
       check_cuda(static_cast<int>(cudaStreamSynchronize(s)), "linear " + name_ + ": upload");
-      state.cuda->reserve(act_layout(kMatvecMaxM, k).total, static_cast<uint64_t>(n) * k * 2, stream);
+      state.cuda->reserve(act_layout(kMatvecMaxM, k).total, static_cast<uint64_t>(tile_rows()) * k * 2, stream);
     }
     if (!bias.empty()) {
       bias_bytes_ = bias.size() * sizeof(float);
@@ -146,7 +146,14 @@ CudaLinear::~CudaLinear() {
   if (bias_) state_.services->device_free(state_.services->host, device_, bias_);
 }
 
-void CudaLinear::gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream) {
+int64_t CudaLinear::tile_rows() const {
+  // About 64 MB of F16/BF16 per tile, in multiples of 128 rows.
+  const int64_t rows = std::max<int64_t>(128, (int64_t{64} << 20) / (2 * k_) / 128 * 128);
+  return std::min(rows, n_);
+}
+
+void CudaLinear::gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream, int64_t rows) {
+  if (rows < 0) rows = n_;
   auto h = static_cast<cublasHandle_t>(state_.cuda->cublas());
   // cublasSetStream resets the workspace, so set ours after it.
   if (cublasSetStream(h, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS ||
@@ -155,7 +162,8 @@ void CudaLinear::gemm(const void* w, const void* x, int64_t m, void* y, aph_stre
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t dt = bf16_ ? CUDA_R_16BF : CUDA_R_16F;
   // Row-major y[m,n] = x[m,k] · W[n,k]ᵀ is column-major yᵀ = W · xᵀ.
-  cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_),
+  // Rows [r0, r0+rows) of W fill columns [r0, r0+rows) of y (ldc stays n).
+  cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows),
                                    static_cast<int>(m), static_cast<int>(k_), &alpha, w, dt,
                                    static_cast<int>(k_), x, dt, static_cast<int>(k_), &beta, y, dt,
                                    static_cast<int>(n_), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -186,9 +194,16 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
     }
     return;
   }
+  // Prefill: dequantize W in tiles of rows into the shared scratch and run a
+  // GEMM per tile into the matching columns of y.
   void* wf = state_.cuda->dequant_scratch();
-  check_cuda(cuda::launch_dequant_rows(type_, w, n_, k_, nullptr, n_, wf, bf16_, nullptr, stream), what);
-  gemm(wf, x, m, y, stream);
+  const int64_t tile = tile_rows();
+  for (int64_t r0 = 0; r0 < n_; r0 += tile) {
+    const int64_t rows = std::min(tile, n_ - r0);
+    const uint8_t* wt = w + static_cast<uint64_t>(r0) * (weight_bytes_ / n_);
+    check_cuda(cuda::launch_dequant_rows(type_, wt, rows, k_, nullptr, rows, wf, bf16_, nullptr, stream), what);
+    gemm(wf, x, m, static_cast<uint8_t*>(y) + r0 * 2, stream, rows);
+  }
   if (bias_) check_cuda(cuda::launch_add_bias(y, bf16_, m, n_, bias_, stream), what);
 }
 
@@ -219,7 +234,8 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t, int64_t, int64_t, const uin
 CudaLinear::~CudaLinear() = default;
 void CudaLinear::forward(const void*, int64_t, void*, aph_stream) {}
 void CudaLinear::get_rows(const int32_t*, int64_t, void*, aph_stream) {}
-void CudaLinear::gemm(const void*, const void*, int64_t, void*, aph_stream) {}
+void CudaLinear::gemm(const void*, const void*, int64_t, void*, aph_stream, int64_t) {}
+int64_t CudaLinear::tile_rows() const { return 0; }
 
 #endif
 

@@ -61,7 +61,9 @@ class CudaLinear {
   static constexpr int64_t kMatvecMaxM = 32;
 
  private:
-  void gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream);
+  // y[m, rows] (row stride n) = x · W[rows, k]ᵀ; rows < 0 means all n.
+  void gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream, int64_t rows = -1);
+  int64_t tile_rows() const;
 
   PluginState& state_;
   std::string name_;

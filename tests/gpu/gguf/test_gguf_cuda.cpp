@@ -196,3 +196,58 @@ std::vector<Param> params() {
 INSTANTIATE_TEST_SUITE_P(AllTypes, GgufCuda, ::testing::ValuesIn(params()), [](const auto& info) {
   return std::string(type_traits(info.param.type)->name) + (info.param.bf16 ? "_bf16" : "_f16");
 });
+
+// Wide rows make the prefill path dequantize W in several tiles of rows
+// (~64 MB each); every tile must land in its own columns of y.
+TEST(GgufCudaTiles, PrefillTilesAcrossRows) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+  aph_host_services services = test_gpu::cuda_services();
+  PluginState state;
+  state.services = &services;
+  const int64_t k = 65536, n = 600, m = 40;  // 64 MB / (2 * k) = 512 rows per tile
+  auto w = test_data::random_rows(kQ4_K, n, k, 3);
+  aph_weight_info wi = weight_info(kQ4_K, n, k, w);
+  aph_linear_desc d{};
+  d.size = sizeof(d);
+  d.name = "wide";
+  d.in_features = k;
+  d.out_features = n;
+  d.device = 0;
+  d.act_dtype = APH_DTYPE_BF16;
+  d.n_parts = 1;
+  d.parts = &wi;
+  Linear gpu(state, d);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<uint16_t> xh(m * k), yh(m * n);
+  std::vector<float> x(m * k);
+  for (int64_t i = 0; i < m * k; ++i) {
+    xh[i] = to_act(normal(rng), true);
+    x[i] = from_act(xh[i], true);
+  }
+  void *xd = nullptr, *yd = nullptr;
+  ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&yd, m * n * 2), cudaSuccess);
+  cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
+  aph_tensor xt = view(xd, APH_DTYPE_BF16, 0, {m, k}), yt = view(yd, APH_DTYPE_BF16, 0, {m, n});
+  gpu.forward(xt, yt, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemcpy(yh.data(), yd, m * n * 2, cudaMemcpyDeviceToHost);
+  cudaFree(xd);
+  cudaFree(yd);
+  std::vector<float> row(k);
+  const uint64_t row_bytes = w.size() / n;
+  for (int64_t j = 0; j < n; ++j) {
+    dequantize_row(kQ4_K, w.data() + j * row_bytes, row.data(), k);
+    for (int64_t i : {int64_t{0}, int64_t{17}, m - 1}) {
+      double ref = 0, mag = 0;
+      for (int64_t c = 0; c < k; ++c) {
+        ref += double(row[c]) * x[i * k + c];
+        mag += std::fabs(double(row[c]) * x[i * k + c]);
+      }
+      ASSERT_NEAR(from_act(yh[i * n + j], true), ref, 1e-2 * mag + 8e-3 * std::fabs(ref) + 1e-4)
+          << "row " << i << " col " << j;
+    }
+  }
+}

@@ -257,9 +257,15 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
     device_fill_i32(chosen_ptr, 0xFF, n, options_.stream);
   }
 
-  // Token histories on the device, for stages that read them there.
+  // Token histories on the device, for stages that read them there (only
+  // when a row uses such a stage: the upload is the costly part).
   std::vector<const int32_t*> tokens_dev(n, nullptr);
-  if (on_device) {
+  bool needs_history = false;
+  for (size_t s = 0; s < stages_.size() && !needs_history; ++s) {
+    if ((stages_[s].stage->flags & APH_SAMPLER_NEEDS_HISTORY) == 0) continue;
+    for (int64_t i = 0; i < n && !needs_history; ++i) needs_history = req[i]->params[s] != nullptr;
+  }
+  if (on_device && needs_history) {
     int64_t total = 0;
     for (const RowInput& r : rows) {
       if (r.tokens_device == nullptr) total += r.n_tokens;

@@ -95,3 +95,23 @@ TEST(ChainOrder, TomlOrderAndItsErrors) {
 
 }  // namespace
 }  // namespace aph::test
+
+namespace aph::test {
+namespace {
+
+TEST(ChainOrder, SillyTavernsFullPriorityListIsAccepted) {
+  ChainHarness h(kVocab);
+  auto x = random_logits(kVocab, 5);
+  const std::string st_default = R"(["dry", "penalties", "no_repeat_ngram", "temperature", "top_nsigma",
+      "top_p_top_k", "top_a", "min_p", "tfs", "eta_cutoff", "epsilon_cutoff", "typical_p", "quadratic", "xtc"])";
+  EXPECT_EQ(kept(h.run1(std::string("{") + kTempMinP + R"(, "sampler_priority": )" + st_default + "}", x).logits),
+            minp_raw(x, 0.2, 3.0));
+  // top_p_top_k names both stages: moving it before temperature moves both.
+  Step s = h.run1(R"({"temperature": 3.0, "top_k": 5, "sampler_priority": ["top_p_top_k", "temperature"]})", x);
+  EXPECT_EQ(kept(s.logits).size(), 5u);
+  // A fixed stage cannot be reordered by a request either.
+  EXPECT_THROW(h.prepare(R"({"sampler_priority": ["sample", "temperature"]})"), Error);
+}
+
+}  // namespace
+}  // namespace aph::test

@@ -83,21 +83,31 @@ void check_launch(cudaError_t e, const char* what) {
 
 void run_cuda(const PagedAttentionArgs& a) {
   auto stream = static_cast<cudaStream_t>(a.stream);
-  if (a.n_tokens > 0) check_launch(cuda::launch_write_kv_cache(a, stream), "KV cache write");
-  if (a.n_seqs == 0) return;
-  require(a.max_query_len >= 1, "max_query_len must be at least 1");
-  const int32_t head_ctas = decode_head_ctas(a.num_heads, a.layout.num_kv_heads);
-  int32_t splits = decode_splits(a.n_seqs, head_ctas, a.max_context_len);
-  // A smaller workspace than the plan wants only costs parallelism.
-  const size_t per_split = decode_workspace_bytes(a.n_seqs, a.num_heads, a.layout.head_dim, 2) / 2;
-  const size_t have = a.workspace == nullptr ? 0 : a.workspace_bytes;
-  if (splits > 1 && static_cast<size_t>(splits) * per_split > have) {
-    splits = static_cast<int32_t>(std::min<size_t>(have / per_split, static_cast<size_t>(splits)));
-    if (splits < 2) splits = 1;
+  if (a.n_seqs > 0) require(a.max_query_len >= 1, "max_query_len must be at least 1");
+  int32_t splits = 1;
+  if (a.n_seqs > 0 && a.n_tokens > 0) {
+    const int32_t head_ctas = decode_head_ctas(a.num_heads, a.layout.num_kv_heads);
+    splits = decode_splits(a.n_seqs, head_ctas, a.max_context_len);
+    // A smaller workspace than the plan wants only costs parallelism.
+    const size_t have = a.workspace == nullptr ? 0 : a.workspace_bytes;
+    splits = std::min(splits, decode_splits_that_fit(a.n_seqs, a.num_heads, a.layout.head_dim, have));
   }
+  // The split counters sit after the partials; the KV write zeroes them.
+  int32_t* counters = nullptr;
+  int64_t n_counters = 0;
+  if (splits > 1) {
+    const size_t partials = decode_workspace_bytes(a.n_seqs, a.num_heads, a.layout.head_dim, splits) -
+                            static_cast<size_t>(a.n_seqs) * a.num_heads * sizeof(int32_t);
+    counters = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(a.workspace) + partials);
+    n_counters = static_cast<int64_t>(a.n_seqs) * a.num_heads;
+  }
+  if (a.n_tokens > 0) {
+    check_launch(cuda::launch_write_kv_cache(a, counters, n_counters, stream), "KV cache write");
+  }
+  if (a.n_seqs == 0 || a.n_tokens == 0) return;  // no token, nothing to attend for
   // Decode CTAs of sequences with q_len != 1 exit at once, and prefill CTAs
   // skip q_len == 1, so a mixed batch takes both paths in two launches.
-  check_launch(cuda::launch_decode(a, splits, stream), "decode attention");
+  check_launch(cuda::launch_decode(a, splits, counters, stream), "decode attention");
   if (a.max_query_len > 1) check_launch(cuda::launch_prefill(a, stream), "prefill attention");
 }
 #endif

@@ -66,7 +66,8 @@ struct PagedAttentionArgs {
 // decode split count is planned from max_context_len on the host, but each
 // split's range comes from context_lens on the device, so a graph captured at
 // one max_context_len stays correct as contexts grow. A workspace smaller
-// than paged_attention_workspace_bytes only reduces the number of splits.
+// than paged_attention_workspace_bytes only reduces the number of splits;
+// calls that may run concurrently (other streams) need their own workspace.
 void paged_attention(const PagedAttentionArgs& args);
 // Workspace that covers the decode plan of any batch up to max_seqs sequences
 // at contexts up to max_context_len (0 when no split would ever be needed).

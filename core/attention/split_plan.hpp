@@ -35,11 +35,24 @@ inline int32_t decode_splits(int32_t n_seqs, int32_t head_ctas, int32_t max_cont
   return std::clamp(s, 1, kDecodeMaxSplits);
 }
 
-// Partial results of one split: out[head_dim] plus running max and sum.
+// Per (sequence, head): each split's partial out[head_dim], running max and
+// sum, plus one arrival counter so the last split to finish merges the others
+// (no second kernel). The counters are zeroed by the KV write of the same call.
 inline size_t decode_workspace_bytes(int32_t n_seqs, int32_t num_heads, int32_t head_dim,
                                      int32_t splits) {
   if (splits <= 1) return 0;
-  return static_cast<size_t>(n_seqs) * num_heads * splits * (head_dim + 2) * sizeof(float);
+  const size_t per_head = static_cast<size_t>(splits) * (head_dim + 2) * sizeof(float) + sizeof(int32_t);
+  return static_cast<size_t>(n_seqs) * num_heads * per_head;
+}
+
+// The most splits a workspace of `bytes` holds (1 means no split).
+inline int32_t decode_splits_that_fit(int32_t n_seqs, int32_t num_heads, int32_t head_dim,
+                                      size_t bytes) {
+  const size_t heads = static_cast<size_t>(std::max(n_seqs, 1)) * std::max(num_heads, 1);
+  const size_t per_head = bytes / heads;
+  if (per_head <= sizeof(int32_t)) return 1;
+  const size_t fit = (per_head - sizeof(int32_t)) / ((head_dim + 2) * sizeof(float));
+  return fit < 2 ? 1 : static_cast<int32_t>(std::min<size_t>(fit, kDecodeMaxSplits));
 }
 
 }  // namespace aph::attention

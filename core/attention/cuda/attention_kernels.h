@@ -10,13 +10,17 @@ namespace aph::attention::cuda {
 
 // Stores this step's K/V (act dtype) into their cache slots; slots < 0 or past
 // the cache are skipped (the host cannot check device-resident slot data).
-cudaError_t launch_write_kv_cache(const PagedAttentionArgs& args, cudaStream_t stream);
+// Also zeroes the decode's n_counters split counters (none when null).
+cudaError_t launch_write_kv_cache(const PagedAttentionArgs& args, int32_t* counters,
+                                  int64_t n_counters, cudaStream_t stream);
 
 // Flash-decoding for sequences with q_len == 1: `splits` CTAs per (sequence,
 // head group) each cover a slice of the context computed on the device from
-// context_lens; with splits > 1 a combine kernel merges their partials from
-// args.workspace.
-cudaError_t launch_decode(const PagedAttentionArgs& args, int splits, cudaStream_t stream);
+// context_lens; with splits > 1 they leave partials in args.workspace and the
+// last CTA of each group to finish (counted in `counters`, zeroed by the KV
+// write before) merges them.
+cudaError_t launch_decode(const PagedAttentionArgs& args, int splits, int32_t* counters,
+                          cudaStream_t stream);
 
 // Flash-attention-style tiles for sequences with q_len > 1 (tensor cores).
 cudaError_t launch_prefill(const PagedAttentionArgs& args, cudaStream_t stream);

@@ -5,7 +5,8 @@
 // double buffering: 16-byte copies of KV tiles land in shared memory while the
 // previous tile is being used. Scores and the weighted V sum stay in fp32 with
 // an online softmax in the log2 domain; with more than one split, each CTA
-// writes (out, max, sum) to the workspace and a combine kernel merges them.
+// writes (out, max, sum) to the workspace and the last CTA of the group to
+// finish (an atomic arrival counter) merges them, so decode is one kernel.
 //
 // A split's token range is derived from context_lens on the device, so a CUDA
 // graph captured once stays correct as contexts grow.
@@ -45,6 +46,7 @@ struct DecodeParams {
   float* ws_out;  // [seq][head][split][HD]
   float* ws_max;  // [seq][head][split]
   float* ws_sum;
+  int32_t* counters;  // [seq][head CTA], zeroed by the KV write kernel
 };
 
 template <int HD, typename KvT>
@@ -269,52 +271,63 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
       p.ws_out[((static_cast<size_t>(seq) * p.num_heads + h) * p.splits + split) * HD + d] = o;
     }
   }
-  if (p.splits > 1 && tid < G) {
+  if (p.splits == 1) return;
+  if (tid < G) {
     const size_t idx = (static_cast<size_t>(seq) * p.num_heads + h0 + tid) * p.splits + split;
     p.ws_max[idx] = m_s[tid];
     p.ws_sum[idx] = l_s[tid];
   }
-}
 
-// Merges the splits of one (sequence, head): weights sum_i * 2^(max_i - max).
-template <typename ActT>
-__global__ void __launch_bounds__(kThreads) decode_combine_kernel(DecodeParams p, int head_dim) {
-  __shared__ float w_s[kDecodeMaxSplits];
-  __shared__ float inv_total;
-  const int seq = blockIdx.y, h = blockIdx.x, tid = threadIdx.x;
-  const int q_tok = p.query_start[seq];
-  if (p.query_start[seq + 1] - q_tok != 1) return;
-  const size_t base = (static_cast<size_t>(seq) * p.num_heads + h) * p.splits;
-  if (tid < 32) {
+  // Publish this split's partials, then count it; the last split to arrive
+  // (threadFenceReduction pattern) merges all of them.
+  __shared__ int is_last;
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    const int prev = atomicAdd(p.counters + static_cast<size_t>(seq) * gridDim.y + blockIdx.y, 1);
+    is_last = prev == p.splits - 1;
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+
+  // Weights sum_i * 2^(max_i - max) per (head, split); __ldcg reads L2, where
+  // the other CTAs' partials are, never a stale L1 line.
+  float* w_s = red;     // the reduction buffer is free again
+  float* inv_s = s_s;   // kGroup floats
+  for (int g = warp; g < G; g += kWarps) {
+    const size_t base = (static_cast<size_t>(seq) * p.num_heads + h0 + g) * p.splits;
     float mx = -INFINITY;
-    for (int i = tid; i < p.splits; i += 32) {
-      if (p.ws_sum[base + i] > 0.0f) mx = fmaxf(mx, p.ws_max[base + i]);
+    for (int i = lane; i < p.splits; i += 32) {
+      if (__ldcg(p.ws_sum + base + i) > 0.0f) mx = fmaxf(mx, __ldcg(p.ws_max + base + i));
     }
     mx = warp_max(mx);
     float total = 0.0f;
-    for (int i = tid; i < p.splits; i += 32) {
-      const float l = p.ws_sum[base + i];
-      const float w = l > 0.0f ? l * exp2f(p.ws_max[base + i] - mx) : 0.0f;
-      w_s[i] = w;
+    for (int i = lane; i < p.splits; i += 32) {
+      const float l = __ldcg(p.ws_sum + base + i);
+      const float w = l > 0.0f ? l * exp2f(__ldcg(p.ws_max + base + i) - mx) : 0.0f;
+      w_s[g * kDecodeMaxSplits + i] = w;
       total += w;
     }
     total = warp_sum(total);
-    if (tid == 0) inv_total = total > 0.0f ? 1.0f / total : 0.0f;
+    if (lane == 0) inv_s[g] = total > 0.0f ? 1.0f / total : 0.0f;
   }
   __syncthreads();
-  ActT* out = static_cast<ActT*>(p.out);
-  for (int d = tid; d < head_dim; d += kThreads) {
+  for (int i = tid; i < G * HD; i += kThreads) {
+    const int g = i / HD, d = i % HD;
+    const size_t base = (static_cast<size_t>(seq) * p.num_heads + h0 + g) * p.splits;
     float o = 0.0f;
-    for (int i = 0; i < p.splits; ++i) {
-      const float w = w_s[i];
-      if (w > 0.0f) o = fmaf(w, p.ws_out[(base + i) * head_dim + d], o);
+    for (int sp = 0; sp < p.splits; ++sp) {
+      const float w = w_s[g * kDecodeMaxSplits + sp];
+      if (w > 0.0f) o = fmaf(w, __ldcg(p.ws_out + (base + sp) * HD + d), o);
     }
-    out[(static_cast<size_t>(q_tok) * p.num_heads + h) * head_dim + d] = from_float<ActT>(o * inv_total);
+    out[(static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + d] = from_float<ActT>(o * inv_s[g]);
   }
 }
 
 template <int HD, typename ActT, typename KvT>
-cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, cudaStream_t stream) {
+cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters,
+                         cudaStream_t stream) {
   constexpr bool kFp8 = kIsFp8<KvT>;
   DecodeParams p{};
   p.q = a.q;
@@ -338,6 +351,7 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, cudaStream_t s
     p.ws_out = static_cast<float*>(a.workspace);
     p.ws_max = p.ws_out + parts * HD;
     p.ws_sum = p.ws_max + parts;
+    p.counters = counters;
   }
   constexpr int smem = DecodeShape<HD, KvT>::kSmemBytes;
   auto kernel = decode_kernel<HD, ActT, KvT>;
@@ -345,41 +359,42 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, cudaStream_t s
   if (e != cudaSuccess) return e;
   dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
   kernel<<<grid, kThreads, smem, stream>>>(p);
-  e = cudaGetLastError();
-  if (e != cudaSuccess || splits == 1) return e;
-  decode_combine_kernel<ActT><<<dim3(a.num_heads, a.n_seqs), kThreads, 0, stream>>>(p, HD);
   return cudaGetLastError();
 }
 
 template <typename ActT, typename KvT>
-cudaError_t launch_hd(const PagedAttentionArgs& a, int splits, cudaStream_t stream) {
+cudaError_t launch_hd(const PagedAttentionArgs& a, int splits, int32_t* counters,
+                      cudaStream_t stream) {
   switch (a.layout.head_dim) {
-    case 64: return launch_typed<64, ActT, KvT>(a, splits, stream);
-    case 80: return launch_typed<80, ActT, KvT>(a, splits, stream);
-    case 96: return launch_typed<96, ActT, KvT>(a, splits, stream);
-    case 128: return launch_typed<128, ActT, KvT>(a, splits, stream);
-    case 256: return launch_typed<256, ActT, KvT>(a, splits, stream);
+    case 64: return launch_typed<64, ActT, KvT>(a, splits, counters, stream);
+    case 80: return launch_typed<80, ActT, KvT>(a, splits, counters, stream);
+    case 96: return launch_typed<96, ActT, KvT>(a, splits, counters, stream);
+    case 128: return launch_typed<128, ActT, KvT>(a, splits, counters, stream);
+    case 256: return launch_typed<256, ActT, KvT>(a, splits, counters, stream);
     default: return cudaErrorInvalidValue;
   }
 }
 
 template <typename ActT>
-cudaError_t launch_act(const PagedAttentionArgs& a, int splits, cudaStream_t stream) {
+cudaError_t launch_act(const PagedAttentionArgs& a, int splits, int32_t* counters,
+                       cudaStream_t stream) {
   switch (a.layout.dtype) {
-    case APH_DTYPE_F16: return launch_hd<ActT, __half>(a, splits, stream);
-    case APH_DTYPE_BF16: return launch_hd<ActT, __nv_bfloat16>(a, splits, stream);
-    case APH_DTYPE_F8_E4M3: return launch_hd<ActT, Fp8E4M3>(a, splits, stream);
-    case APH_DTYPE_F8_E5M2: return launch_hd<ActT, Fp8E5M2>(a, splits, stream);
+    case APH_DTYPE_F16: return launch_hd<ActT, __half>(a, splits, counters, stream);
+    case APH_DTYPE_BF16: return launch_hd<ActT, __nv_bfloat16>(a, splits, counters, stream);
+    case APH_DTYPE_F8_E4M3: return launch_hd<ActT, Fp8E4M3>(a, splits, counters, stream);
+    case APH_DTYPE_F8_E5M2: return launch_hd<ActT, Fp8E5M2>(a, splits, counters, stream);
     default: return cudaErrorInvalidValue;
   }
 }
 
 }  // namespace
 
-cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, cudaStream_t stream) {
+cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* counters,
+                          cudaStream_t stream) {
   if (a.n_seqs == 0) return cudaSuccess;
-  return a.act_dtype == APH_DTYPE_BF16 ? launch_act<__nv_bfloat16>(a, splits, stream)
-                                       : launch_act<__half>(a, splits, stream);
+  if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
+  return a.act_dtype == APH_DTYPE_BF16 ? launch_act<__nv_bfloat16>(a, splits, counters, stream)
+                                       : launch_act<__half>(a, splits, counters, stream);
 }
 
 }  // namespace aph::attention::cuda

@@ -36,8 +36,11 @@ __global__ void write_kv_cache_kernel(const ActT* __restrict__ k, const ActT* __
                                       uint8_t* __restrict__ k_cache, uint8_t* __restrict__ v_cache,
                                       const int64_t* __restrict__ slot_mapping, int64_t n_chunks,
                                       int32_t row_chunks, int64_t total_slots, float k_scale,
-                                      float v_scale) {
+                                      float v_scale, int32_t* __restrict__ counters,
+                                      int64_t n_counters) {
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // The decode kernel that follows on the stream counts finished splits here.
+  for (int64_t j = i; j < n_counters; j += static_cast<int64_t>(gridDim.x) * blockDim.x) counters[j] = 0;
   if (i >= n_chunks) return;
   int64_t token = i / row_chunks;
   int64_t chunk = i % row_chunks;
@@ -66,7 +69,8 @@ __global__ void write_kv_cache_kernel(const ActT* __restrict__ k, const ActT* __
 }
 
 template <typename ActT, typename KvT>
-cudaError_t launch_typed(const PagedAttentionArgs& a, cudaStream_t stream) {
+cudaError_t launch_typed(const PagedAttentionArgs& a, int32_t* counters, int64_t n_counters,
+                         cudaStream_t stream) {
   const int32_t row_chunks = a.layout.num_kv_heads * a.layout.head_dim / 8;
   const int64_t n_chunks = static_cast<int64_t>(a.n_tokens) * row_chunks;
   const int threads = 256;
@@ -75,27 +79,29 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, cudaStream_t stream) {
   write_kv_cache_kernel<ActT, KvT><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(
       static_cast<const ActT*>(a.k), static_cast<const ActT*>(a.v),
       static_cast<uint8_t*>(a.k_cache), static_cast<uint8_t*>(a.v_cache), a.slot_mapping, n_chunks,
-      row_chunks, total_slots, a.k_scale, a.v_scale);
+      row_chunks, total_slots, a.k_scale, a.v_scale, counters, n_counters);
   return cudaGetLastError();
 }
 
 template <typename ActT>
-cudaError_t launch_act(const PagedAttentionArgs& a, cudaStream_t stream) {
+cudaError_t launch_act(const PagedAttentionArgs& a, int32_t* counters, int64_t n_counters,
+                       cudaStream_t stream) {
   switch (a.layout.dtype) {
-    case APH_DTYPE_F16: return launch_typed<ActT, __half>(a, stream);
-    case APH_DTYPE_BF16: return launch_typed<ActT, __nv_bfloat16>(a, stream);
-    case APH_DTYPE_F8_E4M3: return launch_typed<ActT, Fp8E4M3>(a, stream);
-    case APH_DTYPE_F8_E5M2: return launch_typed<ActT, Fp8E5M2>(a, stream);
+    case APH_DTYPE_F16: return launch_typed<ActT, __half>(a, counters, n_counters, stream);
+    case APH_DTYPE_BF16: return launch_typed<ActT, __nv_bfloat16>(a, counters, n_counters, stream);
+    case APH_DTYPE_F8_E4M3: return launch_typed<ActT, Fp8E4M3>(a, counters, n_counters, stream);
+    case APH_DTYPE_F8_E5M2: return launch_typed<ActT, Fp8E5M2>(a, counters, n_counters, stream);
     default: return cudaErrorInvalidValue;
   }
 }
 
 }  // namespace
 
-cudaError_t launch_write_kv_cache(const PagedAttentionArgs& a, cudaStream_t stream) {
+cudaError_t launch_write_kv_cache(const PagedAttentionArgs& a, int32_t* counters,
+                                  int64_t n_counters, cudaStream_t stream) {
   if (a.n_tokens == 0) return cudaSuccess;
-  return a.act_dtype == APH_DTYPE_BF16 ? launch_act<__nv_bfloat16>(a, stream)
-                                       : launch_act<__half>(a, stream);
+  return a.act_dtype == APH_DTYPE_BF16 ? launch_act<__nv_bfloat16>(a, counters, n_counters, stream)
+                                       : launch_act<__half>(a, counters, n_counters, stream);
 }
 
 }  // namespace aph::attention::cuda

@@ -68,16 +68,19 @@ struct GpuRun {
 
 // Runs the problem on the GPU; with capture_max_ctx > 0 the call is captured
 // in a CUDA graph planned for that max_context_len and then replayed.
-void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx = 0) {
+// workspace_cap (bytes) forces a plan with fewer splits; 0 means no workspace.
+void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx = 0,
+             int64_t workspace_cap = -1) {
   DeviceBuffer<uint16_t> q(to_act(p.q, act)), k(to_act(p.k, act)), v(to_act(p.v, act));
   DeviceBuffer<uint16_t> out(p.q.size());
   DeviceBuffer<uint8_t> kc(p.k_cache), vc(p.v_cache);
   DeviceBuffer<int32_t> qs(p.query_start), cl(p.context_lens), bt(p.block_tables);
   DeviceBuffer<int64_t> sm(p.slot_mapping);
   const int32_t n_seqs = static_cast<int32_t>(p.spec.seqs.size());
-  const size_t ws_bytes = paged_attention_workspace_bytes(
+  size_t ws_bytes = paged_attention_workspace_bytes(
       n_seqs, p.spec.num_heads, p.spec.head_dim,
       capture_max_ctx > 0 ? capture_max_ctx : p.max_context_len);
+  if (workspace_cap >= 0) ws_bytes = std::min(ws_bytes, static_cast<size_t>(workspace_cap));
   DeviceBuffer<uint8_t> ws(ws_bytes);
   ASSERT_TRUE(q.ptr && out.ptr && kc.ptr && ws.ptr);
   CUDA_OK(cudaMemset(out.ptr, 0xff, out.count * 2));  // NaN pattern: unwritten rows show up
@@ -105,7 +108,7 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
   a.max_query_len = p.max_query_len;
   a.max_context_len = capture_max_ctx > 0 ? capture_max_ctx : p.max_context_len;
   a.softmax_scale = 1.0f / std::sqrt(static_cast<float>(p.spec.head_dim));
-  a.workspace = ws.ptr;
+  a.workspace = ws_bytes > 0 ? ws.ptr : nullptr;
   a.workspace_bytes = ws_bytes;
 
   cudaStream_t stream;
@@ -134,13 +137,14 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
   r.v_cache = vc.download();
 }
 
-void compare(const ProblemSpec& spec, aph_dtype act, int32_t capture_max_ctx = 0) {
+void compare(const ProblemSpec& spec, aph_dtype act, int32_t capture_max_ctx = 0,
+             int64_t workspace_cap = -1) {
   Problem p = testing::make_problem(spec);
   Problem cpu = p;  // the CPU run writes into its own caches
   std::vector<float> want(p.q.size(), 0.0f);
   paged_attention(cpu.args(want.data()));
   GpuRun got;
-  run_gpu(p, act, got, capture_max_ctx);
+  run_gpu(p, act, got, capture_max_ctx, workspace_cap);
   if (::testing::Test::HasFatalFailure()) return;
 
   size_t bad_k = 0, bad_v = 0;
@@ -275,6 +279,17 @@ TEST(PagedAttentionGpuGraph, CapturedDecodeSurvivesContextGrowth) {
   s.seqs = {{1, 6000}, {1, 300}, {1, 4500}};
   compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/600);
   compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/8192);
+}
+
+// Less workspace than the plan wants means fewer splits (none without any),
+// never a wrong answer.
+TEST(PagedAttentionGpuShapes, SmallOrNoWorkspace) {
+  ProblemSpec s = base({128, APH_DTYPE_BF16, APH_DTYPE_F16}, 11);
+  s.num_heads = 32;
+  s.num_kv_heads = 8;
+  s.seqs = {{1, 8192}, {1, 100}};
+  compare(s, APH_DTYPE_BF16, 0, 0);
+  compare(s, APH_DTYPE_BF16, 0, 2 * 32 * 3 * (128 + 2) * 4 + 2 * 32 * 4);  // room for 3 splits
 }
 
 TEST(PagedAttentionGpuErrors, BadHeadDimIsAnErrorNotACrash) {

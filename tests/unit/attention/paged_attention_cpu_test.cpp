@@ -225,6 +225,19 @@ TEST(SplitPlan, WorkspaceCoversEveryPlan) {
       }
     }
   }
+  // A short workspace holds fewer splits, never more than it has room for.
+  for (size_t bytes : {size_t{0}, size_t{100}, size_t{1} << 16, size_t{1} << 20, size_t{1} << 26}) {
+    int32_t fit = decode_splits_that_fit(3, 32, 128, bytes);
+    EXPECT_GE(fit, 1);
+    EXPECT_LE(fit, kDecodeMaxSplits);
+    if (fit > 1) {
+      EXPECT_LE(decode_workspace_bytes(3, 32, 128, fit), bytes);
+      if (fit < kDecodeMaxSplits) {
+        EXPECT_GT(decode_workspace_bytes(3, 32, 128, fit + 1), bytes);
+      }
+    }
+  }
+  EXPECT_EQ(decode_splits_that_fit(3, 32, 128, decode_workspace_bytes(3, 32, 128, 17)), 17);
   // One long sequence is split so it fills the GPU; a full batch is not split.
   EXPECT_GE(decode_splits(1, decode_head_ctas(32, 8), 8192), 16);
   EXPECT_EQ(decode_splits(64, decode_head_ctas(32, 8), 512), 1);

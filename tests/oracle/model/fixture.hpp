@@ -22,7 +22,12 @@ struct Fixture {
   std::vector<int32_t> prompt, greedy;
   std::vector<double> margins;  // reference top1 - top2 logit at each greedy step
   int64_t vocab = 0;
-  std::vector<float> logits;    // [prompt.size(), vocab]
+  int64_t max_model_len = 0;     // the context to serve (0 = the model's)
+  std::string model_file;        // a model file instead of the directory (GGUF fixtures)
+  bool logits_last_only = false;  // logits.f32 holds only the last prompt row
+  std::vector<float> logits;     // [prompt.size() or 1, vocab]
+
+  int64_t logit_rows() const { return logits_last_only ? 1 : static_cast<int64_t>(prompt.size()); }
 };
 
 inline std::string fixture_root() {
@@ -54,7 +59,10 @@ inline Fixture load_fixture(const std::string& dir) {
   for (const auto& v : ref.at("greedy_ids").as_array()) f.greedy.push_back(static_cast<int32_t>(v.to_number<int64_t>()));
   for (const auto& v : ref.at("greedy_margins").as_array()) f.margins.push_back(v.to_number<double>());
   f.vocab = ref.at("vocab_size").to_number<int64_t>();
-  f.logits.resize(f.prompt.size() * f.vocab);
+  if (const auto* v = ref.if_contains("max_model_len")) f.max_model_len = v->to_number<int64_t>();
+  if (const auto* v = ref.if_contains("model_file")) f.model_file = std::string(v->as_string());
+  if (const auto* v = ref.if_contains("logits_last_only")) f.logits_last_only = v->as_bool();
+  f.logits.resize(f.logit_rows() * f.vocab);
   std::ifstream bin(dir + "/logits.f32", std::ios::binary);
   bin.read(reinterpret_cast<char*>(f.logits.data()), static_cast<std::streamsize>(f.logits.size() * sizeof(float)));
   if (!bin) f.logits.clear();

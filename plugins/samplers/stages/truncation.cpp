@@ -314,6 +314,10 @@ void TopPStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stre
   per_row_launch<Params, float>(st, info.name, b, s, [](const Params& p) { return p.p; }, cuda::launch_top_p);
 }
 
+void TypicalPStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  per_row_launch<Params, float>(st, info.name, b, s, [](const Params& p) { return p.p; }, cuda::launch_typical);
+}
+
 void MinPStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
   per_row_launch<Params, float>(st, info.name, b, s, [](const Params& p) { return p.log_min_p; }, cuda::launch_min_p);
 }

@@ -47,7 +47,7 @@ APH_TRUNCATION_STAGE(EpsilonCutoffStage, "epsilon_cutoff", "", 11, 1100, "eps_cu
                      { double epsilon = 0; });
 // Locally typical: keeps tokens whose strictly-more-typical mass (by
 // |-log p - H|) is < typical_p.
-APH_TRUNCATION_STAGE(TypicalPStage, "typical_p", "", 4, 1200, "typical=typical_p", APH_NO_CUDA, { float p = 1; });
+APH_TRUNCATION_STAGE(TypicalPStage, "typical_p", "", 4, 1200, "typical=typical_p", APH_CUDA_APPLY, { float p = 1; });
 
 #undef APH_TRUNCATION_STAGE
 #undef APH_NO_CUDA

@@ -257,7 +257,9 @@ void serve_connection(tcp::socket socket, const ConnectionEnv& env) {
       break;
     }
     Exchange x;
-    if (parser.is_header_done()) {
+    // Beast checks Content-Length against the body limit while parsing the
+    // header, so a body_limit error still has a complete request line.
+    if (parser.is_header_done() || rec == http::error::body_limit) {
       x.method = std::string(parser.get().method_string());
       x.target = std::string(parser.get().target());
     }

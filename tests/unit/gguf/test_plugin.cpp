@@ -211,6 +211,55 @@ TEST_F(Plugin, RealModelSource) {
   vt_->source_close(src);
 }
 
+// Every matrix of the real file as a CPU linear through the ABI (M = 2),
+// against dequantize + a naive matmul.
+TEST_F(Plugin, EveryRealLinearForwards) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "run scripts/fetch-default-model.sh";
+  aph_checkpoint_desc d{sizeof(d), kModel, nullptr, nullptr};
+  aph_model_source* src = nullptr;
+  aph_error err{};
+  ASSERT_EQ(vt_->source_open(state_, &d, &src, &err), APH_OK) << err.message;
+  int checked = 0;
+  for (uint64_t i = 0; i < vt_->source_tensor_count(src); ++i) {
+    aph_weight_info w{};
+    w.size = sizeof(w);
+    ASSERT_EQ(vt_->source_tensor(src, i, &w, &err), APH_OK);
+    if (w.rank != 2) continue;
+    const int64_t n = w.shape[0], k = w.shape[1];
+    if (n > 4096) continue;  // the embedding is covered by get_rows above
+    aph_linear_desc ld{};
+    ld.size = sizeof(ld);
+    ld.name = w.name;
+    ld.in_features = k;
+    ld.out_features = n;
+    ld.device = APH_DEVICE_CPU;
+    ld.act_dtype = APH_DTYPE_F32;
+    ld.n_parts = 1;
+    ld.parts = &w;
+    aph_quant_linear* lin = nullptr;
+    ASSERT_EQ(vt_->linear_create(state_, &ld, &lin, &err), APH_OK) << w.name << ": " << err.message;
+    std::vector<float> x(2 * k), y(2 * n), wf(n * k);
+    for (int64_t j = 0; j < 2 * k; ++j) x[j] = std::cos(0.11f * j + i);
+    dequantize_row(w.format_type, static_cast<const uint8_t*>(w.data), wf.data(), n * k);
+    aph_tensor xt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, x.data(), {2, k}, {k, 1}};
+    aph_tensor yt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, y.data(), {2, n}, {n, 1}};
+    ASSERT_EQ(vt_->linear_forward(lin, &xt, &yt, nullptr, &err), APH_OK) << w.name << ": " << err.message;
+    for (int m = 0; m < 2; ++m)
+      for (int64_t r = 0; r < n; ++r) {
+        double ref = 0, mag = 0;
+        for (int64_t c = 0; c < k; ++c) {
+          ref += double(wf[r * k + c]) * x[m * k + c];
+          mag += std::fabs(double(wf[r * k + c]) * x[m * k + c]);
+        }
+        ASSERT_NEAR(y[m * n + r], ref, 1e-2 * mag + 1e-5) << w.name << " row " << r;
+      }
+    vt_->linear_destroy(lin);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 210);
+  vt_->source_close(src);
+}
+
 TEST_F(Plugin, Qwen2YarnSyntheticSource) {
   GgufWriter w;
   w.add_string("general.architecture", "qwen2");

@@ -100,17 +100,20 @@ ChainImpl::ChainImpl(const PluginRegistry& plugins, const ChainOptions& options)
     // last field, so check the table is long enough to hold it).
     constexpr size_t need = offsetof(aph_sampler_vtable, set_vocab) + sizeof(void*);
     if (p.vtable->size >= need && p.vtable->set_vocab != nullptr) {
+      if (static_cast<int64_t>(options_.token_bytes.size()) > options_.vocab_size) {
+        throw invalid_argument("sampler chain: token_bytes has " + std::to_string(options_.token_bytes.size()) +
+                               " entries for " + std::to_string(options_.vocab_size) + " logits");
+      }
+      const bool text = !options_.token_bytes.empty();
       std::vector<const char*> ptrs;
       std::vector<uint32_t> lens;
-      for (const std::string& b : options_.token_bytes) {
-        ptrs.push_back(b.data());
-        lens.push_back(static_cast<uint32_t>(b.size()));
+      // Logits rows may be wider than the tokenizer (padded embeddings):
+      // the extra ids have no text.
+      for (int32_t id = 0; text && id < options_.vocab_size; ++id) {
+        const bool has = id < static_cast<int32_t>(options_.token_bytes.size());
+        ptrs.push_back(has ? options_.token_bytes[id].data() : "");
+        lens.push_back(has ? static_cast<uint32_t>(options_.token_bytes[id].size()) : 0);
       }
-      if (!options_.token_bytes.empty() && static_cast<int32_t>(options_.token_bytes.size()) != options_.vocab_size) {
-        throw invalid_argument("sampler chain: token_bytes has " + std::to_string(options_.token_bytes.size()) +
-                               " entries for a vocabulary of " + std::to_string(options_.vocab_size));
-      }
-      const bool text = !ptrs.empty();
       aph_sampler_vocab v{sizeof(aph_sampler_vocab), options_.vocab_size, text ? ptrs.data() : nullptr,
                           text ? lens.data() : nullptr,
                           options_.eos_token_id, static_cast<uint32_t>(options_.eog_token_ids.size()),

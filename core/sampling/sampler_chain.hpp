@@ -27,7 +27,8 @@ struct ChainOptions {
   int32_t eos_token_id = -1;
   std::vector<int32_t> eog_token_ids;  // every end-of-generation id (min_tokens masks them)
   // Tokenizer::token_bytes(id) for every id, for stages that match text
-  // (banned_strings). Empty: such fields are rejected as unsupported.
+  // (banned_strings, DRY's text breakers); ids past its end (padded logits)
+  // have no text. Empty: banned_strings is rejected as unsupported.
   std::vector<std::string> token_bytes;
   int32_t max_logprobs = 20;        // cap on a request's top-N
 };

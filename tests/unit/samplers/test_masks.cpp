@@ -1,6 +1,7 @@
 // logit_bias, token bans, allowed ids, min_tokens / EOS bans, banned strings.
 #include <gtest/gtest.h>
 
+#include "core/common/error.hpp"
 #include "tests/unit/samplers/chain_harness.hpp"
 
 namespace aph::test {
@@ -89,6 +90,24 @@ TEST(Logprobs, FromRawLogitsTopNAndChosen) {
   EXPECT_EQ(h.run1("{}", x).logprobs[0].chosen.token, -1);
   auto chat = h.prepare(R"({"logprobs": true, "top_logprobs": 5})");
   EXPECT_EQ(chat->logprobs(), 5);
+}
+
+}  // namespace
+}  // namespace aph::test
+
+namespace aph::test {
+namespace {
+
+TEST(Masks, PaddedLogitsBeyondTheTokenizer) {
+  sampling::ChainOptions o;
+  o.token_bytes = {"a", "b", "ab", "c"};  // logits are wider than the tokenizer
+  ChainHarness h(6, o);
+  std::vector<float> x(6, 0.0f);
+  Step s = h.run1(R"({"banned_strings": ["ab"], "custom_token_bans": [5]})", x, {0}, 1);
+  EXPECT_EQ(kept(s.logits), (std::set<int32_t>{0, 3, 4}));  // "b" completes "ab", "ab" contains it
+  sampling::ChainOptions too_many;
+  too_many.token_bytes = std::vector<std::string>(7, "x");
+  EXPECT_THROW(ChainHarness(6, too_many), Error);
 }
 
 }  // namespace

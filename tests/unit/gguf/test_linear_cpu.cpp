@@ -53,7 +53,7 @@ void check_forward(uint32_t type, bool exact, int64_t m, int64_t k, int64_t n) {
 class LinearCpu : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LinearCpu, MatchesDequantizedMatmul) {
-  for (int64_t m : {1, 3, 8}) check_forward(GetParam().type, GetParam().exact, m, 512, 37);
+  for (int64_t m : {1, 3, 8, 13}) check_forward(GetParam().type, GetParam().exact, m, 512, 37);
 }
 
 std::vector<Case> all_cases() {

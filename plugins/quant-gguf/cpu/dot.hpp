@@ -19,6 +19,10 @@ struct DotKernels {
   // sum_i w_i x_i where w = a*q + b per group of 32 (g32) or 16 (g16).
   float (*dot_g32)(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k);
   float (*dot_g16)(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k);
+  // Four activation rows against one weight row (prefill): out[r] = dot
+  // with x[r]; the weight codes are loaded once for all four.
+  void (*dot4_g32)(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out);
+  void (*dot4_g16)(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out);
   float (*dot_f32)(const float* w, const float* x, int64_t k);
   // k is a multiple of 32; q gets k codes, d k/32 scales, s16 k/16 sums.
   void (*quantize_act)(const float* x, int8_t* q, float* d, float* s16, int64_t k);

@@ -52,6 +52,46 @@ float dot_g16(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t 
   return hsum(acc) + accb;
 }
 
+// Horizontal sums of four vectors at once: {hsum(v0), .., hsum(v3)}.
+inline __m128 hsum4(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
+  __m256 s01 = _mm256_hadd_ps(v0, v1), s23 = _mm256_hadd_ps(v2, v3);
+  __m256 s = _mm256_hadd_ps(s01, s23);
+  return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+
+template <int G>
+void dot4(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  float accb[4] = {0, 0, 0, 0};
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t g = 0; g < k / 32; ++g) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * g));
+    const __m256i wabs = _mm256_sign_epi8(w, w);
+    for (int r = 0; r < 4; ++r) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].q + 32 * g));
+      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xv, w)), ones);
+      __m256 scale;
+      if constexpr (G == 32) {
+        scale = _mm256_set1_ps(a[g] * x[r].d[g]);
+        accb[r] += b[g] * (x[r].s16[2 * g] + x[r].s16[2 * g + 1]);
+      } else {
+        scale = _mm256_set_m128(_mm_set1_ps(a[2 * g + 1] * x[r].d[g]), _mm_set1_ps(a[2 * g] * x[r].d[g]));
+        accb[r] += b[2 * g] * x[r].s16[2 * g] + b[2 * g + 1] * x[r].s16[2 * g + 1];
+      }
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc[r]);
+    }
+  }
+  __m128 s = _mm_add_ps(hsum4(acc[0], acc[1], acc[2], acc[3]), _mm_loadu_ps(accb));
+  _mm_storeu_ps(out, s);
+}
+
+void dot4_g32(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
+  dot4<32>(q, a, b, x, k, out);
+}
+void dot4_g16(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
+  dot4<16>(q, a, b, x, k, out);
+}
+
 float dot_f32(const float* w, const float* x, int64_t k) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
@@ -267,7 +307,7 @@ DotKernels::BlockDot block_dot(uint32_t type) {
 
 const DotKernels* avx2_kernels() {
   static const bool ok = cpu_has_avx2_fma_f16c();
-  static const DotKernels k{dot_g32, dot_g16, dot_f32, quantize_act, block_dot, "avx2"};
+  static const DotKernels k{dot_g32, dot_g16, dot4_g32, dot4_g16, dot_f32, quantize_act, block_dot, "avx2"};
   return ok ? &k : nullptr;
 }
 

@@ -28,6 +28,13 @@ float dot_g16(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t 
   return dot_g(q, a, b, x, k, 16);
 }
 
+void dot4_g32(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
+  for (int r = 0; r < 4; ++r) out[r] = dot_g(q, a, b, x[r], k, 32);
+}
+void dot4_g16(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
+  for (int r = 0; r < 4; ++r) out[r] = dot_g(q, a, b, x[r], k, 16);
+}
+
 float dot_f32(const float* w, const float* x, int64_t k) {
   float acc = 0.0f;
   for (int64_t i = 0; i < k; ++i) acc += w[i] * x[i];
@@ -75,7 +82,8 @@ bool cpu_has_avx2_fma_f16c() {
 }
 
 const DotKernels& portable_kernels() {
-  static const DotKernels k{dot_g32, dot_g16, dot_f32, quantize_act, no_block_dot, "portable"};
+  static const DotKernels k{dot_g32, dot_g16, dot4_g32, dot4_g16, dot_f32, quantize_act, no_block_dot,
+                            "portable"};
   return k;
 }
 

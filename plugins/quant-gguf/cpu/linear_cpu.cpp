@@ -80,12 +80,18 @@ void CpuLinear::forward_int8(const float* x, int64_t m, float* y) const {
   auto dot = group == 16 ? kern.dot_g16 : kern.dot_g32;
   std::vector<int8_t> wq(k_);
   std::vector<float> wa(k_ / group), wb(k_ / group);
+  auto dot4 = group == 16 ? kern.dot4_g16 : kern.dot4_g32;
+  auto act = [&](int64_t i) { return ActQ8{xq.data() + i * k_, xd.data() + i * k_ / 32, xs.data() + i * k_ / 16}; };
   for (int64_t j = 0; j < n_; ++j) {
     unpack_row_i8(type_, weight_.data() + j * row_bytes_, wq.data(), wa.data(), wb.data(), k_);
-    for (int64_t i = 0; i < m; ++i) {
-      ActQ8 act{xq.data() + i * k_, xd.data() + i * k_ / 32, xs.data() + i * k_ / 16};
-      y[i * n_ + j] = dot(wq.data(), wa.data(), wb.data(), act, k_);
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+      const ActQ8 acts[4] = {act(i), act(i + 1), act(i + 2), act(i + 3)};
+      float out[4];
+      dot4(wq.data(), wa.data(), wb.data(), acts, k_, out);
+      for (int r = 0; r < 4; ++r) y[(i + r) * n_ + j] = out[r];
     }
+    for (; i < m; ++i) y[i * n_ + j] = dot(wq.data(), wa.data(), wb.data(), act(i), k_);
   }
 }
 

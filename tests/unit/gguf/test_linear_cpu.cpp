@@ -111,6 +111,22 @@ TEST(LinearCpu, KernelSetsAgree) {
   float r1 = avx->dot_g16(cq.data(), a.data(), b.data(), act, k);
   float r2 = port.dot_g16(cq.data(), a.data(), b.data(), act, k);
   EXPECT_NEAR(r1, r2, 1e-4 * (std::fabs(r2) + 1));
+  // The 4-row kernels equal four single dots (rows 0 and 2 share x).
+  const ActQ8 acts[4] = {act, ActQ8{q2.data(), d2.data(), s2.data()}, act, ActQ8{q2.data(), d2.data(), s2.data()}};
+  float out_avx[4], out_port[4];
+  avx->dot4_g16(cq.data(), a.data(), b.data(), acts, k, out_avx);
+  port.dot4_g16(cq.data(), a.data(), b.data(), acts, k, out_port);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_NEAR(out_avx[r], port.dot_g16(cq.data(), a.data(), b.data(), acts[r], k), 1e-4 * (std::fabs(r2) + 1));
+    EXPECT_NEAR(out_port[r], port.dot_g16(cq.data(), a.data(), b.data(), acts[r], k), 1e-6 * (std::fabs(r2) + 1));
+  }
+  auto w32 = test_data::random_rows(kQ4_K, 1, k, 6);
+  unpack_row_i8(kQ4_K, w32.data(), cq.data(), a.data(), b.data(), k);
+  avx->dot4_g32(cq.data(), a.data(), b.data(), acts, k, out_avx);
+  for (int r = 0; r < 4; ++r) {
+    float ref = port.dot_g32(cq.data(), a.data(), b.data(), acts[r], k);
+    EXPECT_NEAR(out_avx[r], ref, 1e-4 * (std::fabs(ref) + 1));
+  }
 }
 
 TEST(LinearCpu, GetRowsAndBadIds) {

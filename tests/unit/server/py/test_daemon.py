@@ -127,3 +127,28 @@ def test_unknown_subcommand():
     r = run("frobnicate")
     assert r.returncode == 2
     assert 'unknown subcommand "frobnicate"' in r.stderr
+
+
+def test_a_model_that_cannot_load_is_reported_by_file(tmp_path):
+    bogus = tmp_path / "not-a-model.gguf"
+    bogus.write_bytes(b"this is not a GGUF file")
+    log = tmp_path / "daemon.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen(
+            [DAEMON, "--host", "127.0.0.1", "--port", str(free_port()), "--model", str(bogus),
+             "--plugin-dir", FAKES, "--device", "cpu"],
+            stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while proc.poll() is None and time.time() < deadline:
+        if "this build has no engine" in log.read_text():
+            # A build without core/engine keeps serving and says why.
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=20) == 0
+            assert str(bogus) in log.read_text()
+            return
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+    out = log.read_text()
+    assert proc.returncode == 1, out
+    assert f"model load failed ({bogus})" in out, out

@@ -190,6 +190,7 @@ void HfSections::pre_tokenizer(const json::value& node, bool first_step) {
       spec_.text_rules.push_back(TextRule{TextRule::Kind::prepend, "", " ", PrefixWhen::every_segment, true});
     }
     if (bool_member(o, "use_regex", true)) pre.add_regex(kGpt2Pattern);
+    pre.mark_byte_level();
   } else if (type == "Split") {
     const std::string pattern = pattern_of(o);
     if (pattern.empty()) fail("pre_tokenizer Split", "missing pattern");

@@ -1,10 +1,12 @@
 #include "core/text/pre_tokenizer.hpp"
 
+#include <deque>
 #include <map>
 #include <mutex>
 #include <utility>
 
 #include "core/common/error.hpp"
+#include "core/text/byte_level.hpp"
 
 namespace aph::text {
 namespace {
@@ -97,19 +99,39 @@ void PreTokenizer::add_regex(const std::string& pattern, SplitBehavior behavior,
   steps_.push_back(SplitStep{std::make_shared<const Regex>(pattern), behavior, invert});
 }
 
+void PreTokenizer::run_steps(size_t first, size_t last, std::vector<std::string_view>& pieces) const {
+  thread_local std::vector<std::string_view> next;
+  thread_local std::vector<Span> spans;
+  thread_local std::vector<std::pair<size_t, size_t>> matches;
+  for (size_t i = first; i < last; ++i) {
+    next.clear();
+    for (std::string_view piece : pieces) split_piece(steps_[i], piece, spans, matches, next);
+    pieces.swap(next);
+  }
+}
+
 void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& pieces) const {
   pieces.clear();
   if (text.empty()) return;
   pieces.push_back(text);
-  if (steps_.empty()) return;
-  thread_local std::vector<std::string_view> next;
-  thread_local std::vector<Span> spans;
-  thread_local std::vector<std::pair<size_t, size_t>> matches;
-  for (const auto& step : steps_) {
-    next.clear();
-    for (std::string_view piece : pieces) split_piece(step, piece, spans, matches, next);
-    pieces.swap(next);
+  if (byte_level_from_ >= steps_.size()) {
+    run_steps(0, steps_.size(), pieces);
+    return;
   }
+  run_steps(0, byte_level_from_, pieces);
+  // The later steps cut byte-level text; cuts fall between characters, and
+  // each character is one byte, so the pieces map back to raw bytes exactly.
+  thread_local std::deque<std::string> storage;
+  thread_local std::vector<std::string_view> encoded_pieces;
+  storage.clear();
+  std::vector<std::string_view> raw_pieces;
+  for (std::string_view piece : pieces) {
+    const std::string& encoded = storage.emplace_back(byte_level_encode(piece));
+    encoded_pieces.assign(1, encoded);
+    run_steps(byte_level_from_, steps_.size(), encoded_pieces);
+    for (std::string_view e : encoded_pieces) raw_pieces.push_back(storage.emplace_back(byte_level_decode(e)));
+  }
+  pieces.swap(raw_pieces);
 }
 
 namespace {

@@ -30,12 +30,20 @@ class PreTokenizer {
   void add_regex(const std::string& pattern, SplitBehavior behavior = SplitBehavior::isolated,
                  bool invert = false);
   bool empty() const { return steps_.empty(); }
+  // HF's ByteLevel pre-tokenizer rewrites the text into GPT-2 byte-level
+  // characters; steps added after this call see that text (so, e.g., a
+  // Digits step after it treats the byte-level '½' of 0xBD as a digit).
+  void mark_byte_level() { byte_level_from_ = steps_.size(); }
 
-  // Pieces of `text` (views into it), in order; with no steps, `text` itself.
+  // Pieces of `text`, in order; with no steps, `text` itself. The views point
+  // into `text`, or into storage of this thread that the next call reuses.
   void split(std::string_view text, std::vector<std::string_view>& pieces) const;
 
  private:
+  void run_steps(size_t first, size_t last, std::vector<std::string_view>& pieces) const;
+
   std::vector<SplitStep> steps_;
+  size_t byte_level_from_ = static_cast<size_t>(-1);
 };
 
 // llama.cpp's regex sets by tokenizer.ggml.pre name ("gpt-2", "llama-bpe",

@@ -71,7 +71,6 @@ std::unique_ptr<MirostatStage::Params> MirostatStage::create(const Request& r, P
   if (p->mode == 0) return nullptr;
   p->tau = static_cast<float>(r.number("mirostat_tau"));
   p->eta = static_cast<float>(r.number("mirostat_eta"));
-  p->mu = 2.0f * p->tau;
   return p;
 }
 
@@ -80,6 +79,7 @@ void MirostatStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
   for (const auto& r : rows) {
     if (*r.chosen >= 0) continue;
     Params& p = *r.params;
+    float& mu = p.mu.try_emplace(r.row->seed, 2.0f * p.tau).first->second;
     softmax(r.logits, r.vocab, probs);
     std::vector<int32_t> idx = order_desc(r.logits, r.vocab);
     int64_t live = 0;
@@ -100,13 +100,13 @@ void MirostatStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
       const double s_hat = sum_tt > 0 ? sum_tb / sum_tt : 1.0;
       const double eps = s_hat - 1.0;
       const double n = static_cast<double>(r.vocab);
-      double k = std::pow(eps * std::pow(2.0, p.mu) / (1.0 - std::pow(n, -eps)), 1.0 / s_hat);
+      double k = std::pow(eps * std::pow(2.0, mu) / (1.0 - std::pow(n, -eps)), 1.0 / s_hat);
       if (!std::isfinite(k)) k = static_cast<double>(live);
       keep = std::clamp<int64_t>(static_cast<int64_t>(std::llround(k)), 1, live);
     } else {
       // Tokens whose surprise -log2 p exceeds mu go; at least one stays.
       keep = 0;
-      while (keep < live && -std::log2(probs[idx[keep]]) <= p.mu) ++keep;
+      while (keep < live && -std::log2(probs[idx[keep]]) <= mu) ++keep;
       keep = std::max<int64_t>(keep, 1);
     }
     for (int64_t i = keep; i < live; ++i) r.logits[idx[i]] = kNegInf;
@@ -116,7 +116,7 @@ void MirostatStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
     double kept_mass = 0;
     for (int64_t i = 0; i < keep; ++i) kept_mass += probs[idx[i]];
     const double observed = -std::log2(probs[t] / kept_mass);
-    p.mu -= p.eta * static_cast<float>(observed - p.tau);
+    mu -= p.eta * static_cast<float>(observed - p.tau);
   }
 }
 

@@ -2,18 +2,20 @@
 #pragma once
 
 #include <span>
+#include <unordered_map>
 
 #include "plugins/samplers/stage_shim.hpp"
 
 namespace aph::samplers {
 
-// Mirostat v1 / v2 with per-request state mu (starts at 2 tau). Decides its
-// rows; the other rows go on to the final selection stage.
+// Mirostat v1 / v2 with per-request state mu (starts at 2 tau), kept per row
+// seed so the n choices of one request (seed + index) evolve separately.
+// Decides its rows; the other rows go on to the final selection stage.
 struct MirostatStage {
   struct Params {
     int32_t mode = 0;
     float tau = 0, eta = 0;
-    float mu = 0;
+    std::unordered_map<uint64_t, float> mu;  // by row seed
   };
   static constexpr StageInfo info{"mirostat", "", -1, 2000, APH_SAMPLER_FIXED_POSITION | APH_SAMPLER_SELECTS,
                                   "mirostat=mirostat_mode"};

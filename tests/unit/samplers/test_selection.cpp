@@ -155,3 +155,41 @@ TEST(Mirostat, DoesNotSwitchOffOtherRowsSamplers) {
 
 }  // namespace
 }  // namespace aph::test
+
+namespace aph::test {
+namespace {
+
+// The engine shares one RequestSampling between the n choices of a request
+// (seeds seed + index): each choice keeps its own mu.
+TEST(Mirostat, ChoicesOfOneRequestKeepTheirOwnMu) {
+  ChainHarness h(kVocab);
+  auto x = random_logits(kVocab, 8, 2.0f);
+  const char* json = R"({"mirostat_mode": 2, "mirostat_tau": 2.0, "mirostat_eta": 0.5})";
+  auto shared = h.prepare(json);
+  auto alone = h.prepare(json);
+  for (uint64_t step = 0; step < 8; ++step) {
+    std::vector<sampling::RowInput> rows(2);
+    rows[0].sampling = shared.get();
+    rows[0].seed = 11;
+    rows[1].sampling = shared.get();
+    rows[1].seed = 12;
+    rows[0].step = rows[1].step = step;
+    Tensor t = Tensor::empty({2, kVocab}, APH_DTYPE_F32, APH_DEVICE_CPU);
+    std::copy(x.begin(), x.end(), t.as<float>());
+    std::copy(x.begin(), x.end(), t.as<float>() + kVocab);
+    std::vector<int32_t> both, one;
+    h.chain().sample(t, rows, both, nullptr);
+
+    sampling::RowInput solo = rows[0];
+    solo.sampling = alone.get();
+    Tensor u = Tensor::empty({1, kVocab}, APH_DTYPE_F32, APH_DEVICE_CPU);
+    std::copy(x.begin(), x.end(), u.as<float>());
+    h.chain().sample(u, std::span<const sampling::RowInput>(&solo, 1), one, nullptr);
+    EXPECT_EQ(both[0], one[0]) << "step " << step;
+    EXPECT_EQ(kept(std::vector<float>(t.as<float>(), t.as<float>() + kVocab)),
+              kept(std::vector<float>(u.as<float>(), u.as<float>() + kVocab)));
+  }
+}
+
+}  // namespace
+}  // namespace aph::test

@@ -28,6 +28,21 @@ void device_download(void* dst, const void* src, size_t bytes, void* stream) {
   ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, as_stream(stream)), "download");
 }
 void device_sync(void* stream) { ok(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize"); }
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) cudaFreeHost(data_);
+}
+
+void* PinnedBuffer::reserve(size_t bytes) {
+  if (bytes <= bytes_) return data_;
+  if (data_ != nullptr) cudaFreeHost(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+  const size_t want = bytes + bytes / 2;
+  ok(cudaMallocHost(&data_, want), "cudaMallocHost");
+  bytes_ = want;
+  return data_;
+}
 #else
 namespace {
 [[noreturn]] void no_cuda() { throw Error(APH_ERR_UNSUPPORTED, "sampler chain: built without CUDA"); }
@@ -36,6 +51,8 @@ void device_fill_i32(int32_t*, int32_t, size_t, void*) { no_cuda(); }
 void device_upload(void*, const void*, size_t, void*) { no_cuda(); }
 void device_download(void*, const void*, size_t, void*) { no_cuda(); }
 void device_sync(void*) { no_cuda(); }
+PinnedBuffer::~PinnedBuffer() = default;
+void* PinnedBuffer::reserve(size_t) { no_cuda(); }
 #endif
 
 }  // namespace aph::sampling

@@ -12,4 +12,19 @@ void device_upload(void* dst, const void* src, size_t bytes, void* stream);
 void device_download(void* dst, const void* src, size_t bytes, void* stream);
 void device_sync(void* stream);
 
+// Page-locked host memory, so an upload is one true async DMA. Grows on
+// demand; the caller must not refill it while an upload from it is in flight.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer();
+  void* reserve(size_t bytes);
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 }  // namespace aph::sampling

@@ -68,6 +68,8 @@ class ChainImpl final : public SamplerChain {
   // Engine-thread scratch, reused across steps.
   Tensor chosen_device_;
   Tensor tokens_device_;
+  PinnedBuffer tokens_staging_;
+  bool device_idle_ = true;  // the last sample() ended with a stream sync
   std::vector<aph_sampler_row> row_scratch_;
 };
 
@@ -226,6 +228,8 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
   }
   const int64_t vocab = logits.dim(1);
   const bool on_device = options_.device != APH_DEVICE_CPU;
+  if (on_device && !device_idle_) device_sync(options_.stream);  // a failed step may have left copies in flight
+  device_idle_ = !on_device;
   std::vector<const RequestSamplingImpl*> req(n);
   for (int64_t i = 0; i < n; ++i) {
     req[i] = dynamic_cast<const RequestSamplingImpl*>(rows[i].sampling);
@@ -277,17 +281,20 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
       if (!tokens_device_.defined() || tokens_device_.numel() < total) {
         tokens_device_ = Tensor::empty({total + total / 2}, APH_DTYPE_I32, options_.device);
       }
+      // One DMA from pinned memory: the previous step ended with a stream
+      // sync, so the staging copy is free to refill.
+      auto* staging = static_cast<int32_t*>(tokens_staging_.reserve(total * sizeof(int32_t)));
       int64_t off = 0;
       for (int64_t i = 0; i < n; ++i) {
         if (rows[i].tokens_device != nullptr) {
           tokens_dev[i] = rows[i].tokens_device;
           continue;
         }
-        int32_t* dst = tokens_device_.as<int32_t>() + off;
-        if (rows[i].n_tokens > 0) device_upload(dst, rows[i].tokens, rows[i].n_tokens * sizeof(int32_t), options_.stream);
-        tokens_dev[i] = dst;
+        if (rows[i].n_tokens > 0) std::copy(rows[i].tokens, rows[i].tokens + rows[i].n_tokens, staging + off);
+        tokens_dev[i] = tokens_device_.as<int32_t>() + off;
         off += rows[i].n_tokens;
       }
+      device_upload(tokens_device_.data(), staging, total * sizeof(int32_t), options_.stream);
     } else {
       for (int64_t i = 0; i < n; ++i) tokens_dev[i] = rows[i].tokens_device;
     }
@@ -340,6 +347,7 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
   if (on_device) {
     device_download(host_chosen.data(), chosen_ptr, n * sizeof(int32_t), options_.stream);
     device_sync(options_.stream);
+    device_idle_ = true;
   }
   for (int64_t i = 0; i < n; ++i) {
     if (host_chosen[i] < 0 || host_chosen[i] >= vocab) {

@@ -53,10 +53,10 @@ struct RequestTrace {
 std::vector<int32_t> random_prompt(int n, uint32_t seed, int64_t vocab) {
   std::mt19937 rng(seed);
   std::vector<int32_t> ids(n);
-  // Ordinary ids only: avoid the special tokens at the end of the vocabulary.
-  for (auto& id : ids)
-    id = static_cast<int32_t>(1000 +
-                              rng() % static_cast<uint32_t>(std::max<int64_t>(vocab - 2000, 1)));
+  // Ordinary ids only: skip the low ids and the specials at the vocabulary's end.
+  const int64_t lo = vocab > 4000 ? 1000 : 0;
+  const int64_t span = std::max<int64_t>(vocab - 2 * lo - 2, 1);
+  for (auto& id : ids) id = static_cast<int32_t>(lo + rng() % static_cast<uint64_t>(span));
   return ids;
 }
 

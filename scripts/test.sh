@@ -29,7 +29,13 @@ for fuzzer in build-fuzz/fuzz/*; do
   corpus=tests/fuzz/corpus/$name
   mkdir -p fuzz-corpus-tmp/$name
   echo "-- $name"
-  "$fuzzer" -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
-    fuzz-corpus-tmp/$name $( [ -d "$corpus" ] && echo "$corpus" ) 2>&1 | tail -2
+  if ! APH_PLUGIN_DIR=build-fuzz/plugins "$fuzzer" -max_total_time="$FUZZ_SECONDS" -max_len=65536 \
+      -timeout=10 -rss_limit_mb=4096 fuzz-corpus-tmp/$name $( [ -d "$corpus" ] && echo "$corpus" ) \
+      > "fuzz-corpus-tmp/$name.log" 2>&1; then
+    tail -60 "fuzz-corpus-tmp/$name.log"
+    echo "fuzzer $name found a crash (input saved by libFuzzer in the working directory)"
+    exit 1
+  fi
+  tail -1 "fuzz-corpus-tmp/$name.log"
 done
 echo "== all tests passed"

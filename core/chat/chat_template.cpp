@@ -23,6 +23,7 @@ class CompiledTemplate final : public ChatTemplate {
     for (const auto& [key, value] : variables) root->vars[std::string(key)] = from_json(value);
     RenderLimits limits;
     limits.max_output_bytes = options.max_output_bytes;
+    limits.max_steps = options.max_steps;
     Renderer renderer(parsed_, limits);
     try {
       return renderer.render(root);

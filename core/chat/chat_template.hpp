@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <cstdint>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -17,6 +18,9 @@ struct RenderOptions {
   std::optional<std::tm> fixed_now;
   // Total text a render may produce (captures and macro output included).
   size_t max_output_bytes = 64u << 20;
+  // Statements and expressions a render may evaluate; a real chat template
+  // over a long conversation needs well under a million.
+  uint64_t max_steps = 5'000'000;
 };
 
 class ChatTemplate {

@@ -312,7 +312,7 @@ Value Renderer::make_macro(const Stmt& s, const std::shared_ptr<Scope>& scope, V
         local->vars[stmt->params[i]] = Value::undefined("parameter '" + stmt->params[i] + "' was not provided");
       }
     }
-    local->vars["varargs"] = Value::list(std::move(varargs));
+    local->vars["varargs"] = Value::tuple(std::move(varargs));
     local->vars["kwargs"] = Value::dict(std::move(kwargs));
     std::string buffer;
     exec_body(stmt->body, local, buffer);
@@ -347,7 +347,14 @@ Value Renderer::eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   DepthGuard guard(eval_depth_, limits_.max_eval_depth, "expression nesting");
   step();
   try {
-    return eval_node(e, scope);
+    Value v = eval_node(e, scope);
+    // Big strings cost time to build and copy: one step per KiB keeps
+    // `'x' * 30000000` in a loop inside the same budget as the loop itself.
+    if (v.is_string() && v.as_string().size() >= 1024) {
+      steps_ += v.as_string().size() >> 10;
+      step();
+    }
+    return v;
   } catch (const RuntimeFailure& f) {
     throw_template_error(e.pos, f.what());
   }

@@ -15,7 +15,7 @@ namespace aph::chat {
 
 struct RenderLimits {
   size_t max_output_bytes = 64u << 20;  // total text produced, captures included
-  uint64_t max_steps = 20'000'000;      // statements + expressions evaluated
+  uint64_t max_steps = 5'000'000;       // statements + expressions evaluated
   int max_call_depth = 100;             // macro / recursive-loop nesting
   int max_eval_depth = 600;             // C++ recursion of the evaluator
 };

@@ -65,6 +65,26 @@ std::optional<std::string> chat_template_from_tokenizer_config(const boost::json
   return first;
 }
 
+std::optional<std::string> chat_template_from_gguf_metadata(const boost::json::object& metadata, bool has_tools,
+                                                            const std::string& name) {
+  auto string_at = [&](const std::string& key) -> std::optional<std::string> {
+    const boost::json::value* v = metadata.if_contains(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) throw invalid_argument("GGUF metadata " + key + " must be a string");
+    return std::string(v->get_string());
+  };
+  const std::string base = "tokenizer.chat_template";
+  if (!name.empty() && name != "default") {
+    auto named = string_at(base + "." + name);
+    if (!named) throw invalid_argument("GGUF metadata has no chat template named '" + name + "'");
+    return named;
+  }
+  if (has_tools && name.empty()) {
+    if (auto tool_use = string_at(base + ".tool_use")) return tool_use;
+  }
+  return string_at(base);
+}
+
 std::optional<std::string> chat_template_from_model_dir(const std::string& dir, bool has_tools, const std::string& name) {
   const std::filesystem::path root(dir);
   if (name.empty()) {

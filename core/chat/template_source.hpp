@@ -21,6 +21,12 @@ std::string resolve_chat_template_argument(const std::string& value);
 std::optional<std::string> chat_template_from_tokenizer_config(const boost::json::object& config, bool has_tools,
                                                                const std::string& name = "");
 
+// From GGUF metadata (as JSON): "tokenizer.chat_template", or the named
+// variants llama.cpp writes as "tokenizer.chat_template.<name>" (tool_use).
+// Same choice rules as tokenizer_config.json.
+std::optional<std::string> chat_template_from_gguf_metadata(const boost::json::object& metadata, bool has_tools,
+                                                            const std::string& name = "");
+
 // Looks in a model directory: chat_template.jinja first (newer HF layout),
 // then tokenizer_config.json. nullopt when neither has one.
 std::optional<std::string> chat_template_from_model_dir(const std::string& dir, bool has_tools,

@@ -55,7 +55,7 @@ TEST(ChatStatements, MacrosWithDefaultsAndCaller) {
             "[8]");
   // Macros see variables assigned after their definition (resolved at call time).
   EXPECT_EQ(render("{% macro m() %}{{ z }}{% endmacro %}{% set z = 3 %}{{ m() }}"), "3");
-  EXPECT_EQ(render("{% macro m(a) %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, k=3) }}"), "[2]{'k': 3}");
+  EXPECT_EQ(render("{% macro m(a) %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, k=3) }}"), "(2,){'k': 3}");
 }
 
 TEST(ChatStatements, RecursiveLoops) {

@@ -46,3 +46,13 @@ TEST(ChatTemplateSource, TokenizerConfigStringOrNamedList) {
   EXPECT_THROW(chat_template_from_tokenizer_config(config(R"({"chat_template": 3})"), false), aph::Error);
   EXPECT_THROW(chat_template_from_tokenizer_config(config(R"({"chat_template": [{"name": 1}]})"), false), aph::Error);
 }
+
+TEST(ChatTemplateSource, GgufMetadata) {
+  auto md = config(R"({"tokenizer.chat_template": "D", "tokenizer.chat_template.tool_use": "U"})");
+  EXPECT_EQ(chat_template_from_gguf_metadata(md, false).value(), "D");
+  EXPECT_EQ(chat_template_from_gguf_metadata(md, true).value(), "U");
+  EXPECT_EQ(chat_template_from_gguf_metadata(md, false, "tool_use").value(), "U");
+  EXPECT_THROW(chat_template_from_gguf_metadata(md, false, "rag"), aph::Error);
+  EXPECT_FALSE(chat_template_from_gguf_metadata(config("{}"), false).has_value());
+  EXPECT_THROW(chat_template_from_gguf_metadata(config(R"({"tokenizer.chat_template": 1})"), false), aph::Error);
+}

@@ -174,6 +174,9 @@ __global__ void gemv_kernel(const T* x, const T* w, const float* bias, Ty* y, in
 #pragma unroll
   for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
   if (kVec) {
+    // Unrolled so each lane has several 16-byte weight loads in flight: at
+    // batch 1 the kernel is purely bound by memory latency x parallelism.
+#pragma unroll 4
     for (int64_t base = static_cast<int64_t>(lane) * kPer; base < k; base += 32 * kPer) {
       uint4 wv = *reinterpret_cast<const uint4*>(wr + base);
       const T* we = reinterpret_cast<const T*>(&wv);

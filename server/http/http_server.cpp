@@ -43,12 +43,14 @@ uint16_t HttpServer::start() {
 }
 
 void HttpServer::reject_busy(tcp::socket& socket) {
-  static const char kBusy[] =
-      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-      "Connection: close\r\nContent-Length: 89\r\n\r\n"
+  static const char kBody[] =
       "{\"error\":{\"message\":\"too many connections\",\"type\":\"service_unavailable\",\"code\":503}}";
+  std::string response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                         "Connection: close\r\nX-Request-Id: " + choose_request_id("") +
+                         "\r\nContent-Length: " + std::to_string(sizeof(kBody) - 1) + "\r\n\r\n" +
+                         kBody;
   boost::system::error_code ec;
-  net::write(socket, net::buffer(kBusy, sizeof(kBusy) - 1), ec);
+  net::write(socket, net::buffer(response), ec);
   socket.close(ec);
 }
 

@@ -140,6 +140,20 @@ TEST_F(ServerTest, HundredsOfConcurrentConnections) {
   EXPECT_GE(server_->open_connections(), 1u);
 }
 
+TEST_F(ServerTest, ConnectionsBeyondTheLimitGet503) {
+  server::HttpConfig c;
+  c.max_connections = 2;
+  start(c);
+  Client a(port_), b(port_);
+  EXPECT_EQ(a.request("GET", "/version").status, 200);
+  EXPECT_EQ(b.request("GET", "/version").status, 200);
+  Client third(port_);
+  std::string reply = third.read_all();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 503", 0), 0u) << reply;
+  EXPECT_NE(reply.find("X-Request-Id: "), std::string::npos) << reply;
+  EXPECT_EQ(a.request("GET", "/version").status, 200);  // the others are unaffected
+}
+
 TEST_F(ServerTest, StopClosesIdleKeepAliveConnectionsPromptly) {
   start();
   Client idle(port_);

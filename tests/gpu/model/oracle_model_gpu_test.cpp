@@ -25,7 +25,9 @@ class ModelOracleGpu : public ::testing::TestWithParam<std::string> {};
 TEST_P(ModelOracleGpu, Bf16LogitsAndGreedyMatchReference) {
   aph::oracle::Fixture f = aph::oracle::load_fixture(GetParam());
   auto plugins = aph::oracle::load_build_plugins(true);
-  aph::oracle::check_fixture(f, 0, "bfloat16", 2e-2, 2e-2, plugins->registry());
+  // GGUF fixtures: the plugin's int8-activation kernels add to bf16 rounding.
+  const double tol = f.model_file.empty() ? 2e-2 : 5e-2;
+  aph::oracle::check_fixture(f, 0, "bfloat16", tol, tol, plugins->registry());
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelOracleGpu, ::testing::ValuesIn(aph::oracle::fixture_dirs()),

@@ -1,5 +1,6 @@
 #include "core/weights/hf_config.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -21,7 +22,8 @@ int64_t get_int(const json::object& o, const char* key, int64_t fallback, const 
   if (!v) return fallback;
   if (v->is_int64()) return v->as_int64();
   if (v->is_uint64() && v->as_uint64() <= INT64_MAX) return static_cast<int64_t>(v->as_uint64());
-  if (v->is_double() && v->as_double() == static_cast<double>(static_cast<int64_t>(v->as_double()))) {
+  // 4096.0 counts as an integer; anything fractional or out of range does not.
+  if (v->is_double() && std::fabs(v->as_double()) < 9.0e18 && v->as_double() == std::floor(v->as_double())) {
     return static_cast<int64_t>(v->as_double());
   }
   throw invalid_argument(where + ": field '" + key + "' must be an integer");

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The serving benchmark on the GPU machine, one command:
 #
-#   bash bench/run.sh [MODEL_CACHE_DIR]      (default /tmp/aph-bench-models)
+#   bash bench/run.sh [MODEL_CACHE_DIR] [prepare]   (default /tmp/aph-bench-models)
+#
+# "prepare" only generates and quantizes the models (the slow part of a first
+# run, so a device call with a time limit can do it alone); a second run
+# reuses the cache.
 #
 # Generates random-weight models once into the cache (Llama-3-8B shape bf16
 # safetensors; GGUF Q4_K_M and Q8_0 from it through aphrodite-quantize; the
@@ -60,6 +64,11 @@ HAVE_Q4KM=0 HAVE_Q8=0
 quantize "$CACHE/$BIG-bf16" Q4_K_M "$CACHE/$BIG-Q4_K_M.gguf" && HAVE_Q4KM=1
 quantize "$CACHE/$BIG-bf16" Q8_0 "$CACHE/$BIG-Q8_0.gguf" && HAVE_Q8=1
 SMOL_Q41=models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ "${2:-}" = prepare ]; then
+  [ -f "$SMOL_Q41" ] || quantize "$CACHE/$SMALL-bf16" Q4_0 "$CACHE/$SMALL-Q4_0.gguf"
+  echo "[$(stamp)] models ready in $CACHE" >&2
+  exit 0
+fi
 
 # ---- ceilings ----
 "$BENCH" --ceilings > "$CACHE/ceilings.txt" 2>> "$LOG" || { echo "ceiling measurement failed" >&2; exit 1; }

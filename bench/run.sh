@@ -47,13 +47,14 @@ gen() {  # shape dtype dir
   echo "[$(stamp)] generating $1 $2 -> $3" >&2
   $PY bench/engine/make_model.py --shape "$1" --dtype "$2" --out "$3" >> "$LOG" 2>&1
 }
-quantize() {  # src_dir type out.gguf
+quantize() {  # src_dir type out.gguf pre-tokenizer
   [ -s "$3" ] && return 0
   local q="$BIN/aphrodite-quantize"
   if [ ! -x "$q" ]; then note "$(basename "$3"): $q missing, GGUF rows skipped"; return 1; fi
   echo "[$(stamp)] quantizing $1 -> $3 ($2)" >&2
   local partial="${3%.gguf}.partial.gguf"
-  if ! "$q" --type "$2" "$1" "$partial" >> "$LOG" 2>&1; then
+  # --pre: the names llama.cpp gives these models' pre-tokenizers.
+  if ! "$q" --type "$2" --pre "$4" "$1" "$partial" >> "$LOG" 2>&1; then
     note "$(basename "$3"): aphrodite-quantize failed (see $LOG)"; rm -f "$partial"; return 1
   fi
   mv "$partial" "$3"
@@ -61,11 +62,11 @@ quantize() {  # src_dir type out.gguf
 gen $BIG bf16 "$CACHE/$BIG-bf16"
 gen $SMALL bf16 "$CACHE/$SMALL-bf16"
 HAVE_Q4KM=0 HAVE_Q8=0
-quantize "$CACHE/$BIG-bf16" Q4_K_M "$CACHE/$BIG-Q4_K_M.gguf" && HAVE_Q4KM=1
-quantize "$CACHE/$BIG-bf16" Q8_0 "$CACHE/$BIG-Q8_0.gguf" && HAVE_Q8=1
+quantize "$CACHE/$BIG-bf16" Q4_K_M "$CACHE/$BIG-Q4_K_M.gguf" llama-bpe && HAVE_Q4KM=1
+quantize "$CACHE/$BIG-bf16" Q8_0 "$CACHE/$BIG-Q8_0.gguf" llama-bpe && HAVE_Q8=1
 SMOL_Q41=models/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ "${2:-}" = prepare ]; then
-  [ -f "$SMOL_Q41" ] || quantize "$CACHE/$SMALL-bf16" Q4_0 "$CACHE/$SMALL-Q4_0.gguf"
+  [ -f "$SMOL_Q41" ] || quantize "$CACHE/$SMALL-bf16" Q4_0 "$CACHE/$SMALL-Q4_0.gguf" smollm
   echo "[$(stamp)] models ready in $CACHE" >&2
   exit 0
 fi
@@ -114,7 +115,7 @@ run_bench 8B-bf16-fp8kv "$CACHE/$BIG-bf16" $BIG $KV8 ctx8k 90
 [ $HAVE_Q8 = 1 ] && run_bench 8B-Q8_0 "$CACHE/$BIG-Q8_0.gguf" $BIG $KV16 decode512 80
 if [ -f "$SMOL_Q41" ] && [ "$SMOKE" != 1 ]; then
   run_bench 135M-Q4_1 "$SMOL_Q41" smollm2-135m fp16 decode512,batch64 60
-elif quantize "$CACHE/$SMALL-bf16" Q4_0 "$CACHE/$SMALL-Q4_0.gguf"; then
+elif quantize "$CACHE/$SMALL-bf16" Q4_0 "$CACHE/$SMALL-Q4_0.gguf" smollm; then
   # The real Q4_1 file is not on this machine (it is not in git); Q4_0 of the
   # same shape streams 4.5 instead of 5 bits per weight.
   note "$SMOL_Q41 absent: 135M row uses a random-weight Q4_0 of the same shape"

@@ -171,7 +171,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf_metadata(const json::object& tok
 
   // llama.cpp matches control, user-defined and unknown tokens in the input;
   // only user-defined ones are matched when special tokens are not parsed.
-  const bool have_types = !spec.types.empty();
+  // (A token_type array of the wrong length is refused by build_tokenizer.)
+  const bool have_types = spec.types.size() == spec.tokens.size();
   for (int32_t id = 0; have_types && id < n; ++id) {
     const TokenType t = spec.types[id];
     if (t == TokenType::control || t == TokenType::unknown || t == TokenType::user_defined) {

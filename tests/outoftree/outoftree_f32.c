@@ -132,7 +132,7 @@ APH_EXPORT aph_status aph_plugin_entry(const aph_version_offer* offer, aph_plugi
                                        aph_error* err) {
   /* Built against 1.APH_ABI_MINOR: it speaks 1.0 up to that minor. */
   if (offer->major != APH_ABI_MAJOR || offer->min_minor > APH_ABI_MINOR) {
-    return fail(err, APH_ERR_VERSION, "outoftree-f32 speaks ABI 1.0 .. 1." "0");
+    return fail(err, APH_ERR_VERSION, "outoftree-f32 speaks only ABI 1.x up to its headers' minor");
   }
   memset(out, 0, sizeof(*out));
   out->size = sizeof(*out);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/common/error.hpp"
+#include "core/common/thread_pool.hpp"
 
 namespace aph::server {
 namespace {
@@ -82,6 +83,21 @@ aph_status host_register_route(void* host, const aph_route* route, aph_error* er
 
 int32_t host_active_device(void* host) { return ctx_of(host).active_device; }
 
+void host_parallel_for(void* host, uint64_t n, uint64_t min_chunk,
+                       void (*fn)(void* ctx, uint64_t begin, uint64_t end), void* ctx) {
+  if (fn == nullptr || n == 0) return;
+  try {
+    ThreadPool::shared().parallel_for(static_cast<int64_t>(n), static_cast<int64_t>(min_chunk),
+                                      [&](int64_t begin, int64_t end) {
+                                        fn(ctx, static_cast<uint64_t>(begin), static_cast<uint64_t>(end));
+                                      });
+  } catch (...) {
+    // The contract says fn does not throw; if the pool itself fails, do the
+    // work on this thread rather than lose it.
+    fn(ctx, 0, n);
+  }
+}
+
 }  // namespace
 
 void bind_host_services(PluginHostContext& ctx, const aph_engine_api* engine) {
@@ -98,6 +114,7 @@ void bind_host_services(PluginHostContext& ctx, const aph_engine_api* engine) {
   s.register_route = host_register_route;
   s.engine = engine;
   s.active_device = host_active_device;
+  s.parallel_for = host_parallel_for;
 }
 
 }  // namespace aph::server

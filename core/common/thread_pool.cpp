@@ -1,12 +1,23 @@
-#include "core/ops/thread_pool.hpp"
+#include "core/common/thread_pool.hpp"
 
 #include <algorithm>
 
-namespace aph::ops {
+namespace aph {
+
+namespace {
+// Set while this thread runs a chunk, so a nested parallel_for runs inline
+// instead of waiting on the pool it occupies.
+thread_local bool t_in_task = false;
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool& ThreadPool::shared() {
+  static ThreadPool pool(0);
+  return pool;
 }
 
 ThreadPool::~ThreadPool() {
@@ -25,8 +36,11 @@ void ThreadPool::run_chunks(int slot) {
     int64_t begin = c * chunk_;
     int64_t end = std::min(n_, begin + chunk_);
     try {
+      t_in_task = true;
       (*job_)(begin, end);
+      t_in_task = false;
     } catch (...) {
+      t_in_task = false;
       std::lock_guard<std::mutex> lock(mu_);
       if (!error_) error_ = std::current_exception();
     }
@@ -54,10 +68,11 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int64_t chunks = std::min<int64_t>(size(), (n + grain - 1) / grain);
-  if (chunks <= 1 || workers_.empty()) {
+  if (chunks <= 1 || workers_.empty() || t_in_task) {
     fn(0, n);
     return;
   }
+  std::lock_guard<std::mutex> serialized(call_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;
@@ -80,4 +95,4 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace aph::ops
+}  // namespace aph

@@ -52,7 +52,10 @@ Runner::Runner(const LoadOptions& options, const PluginRegistry& plugins) : devi
     device_ctx_ = std::make_unique<DeviceContext>(device_);
     baseline_bytes_ = device_ctx_->used_bytes();
   } else {
-    pool_ = std::make_unique<ops::ThreadPool>(options.cpu_threads);
+    // One pool per process by default: plugins' CPU kernels run on it too
+    // (host services' parallel_for), so they never compete with a second set.
+    if (options.cpu_threads > 0) own_pool_ = std::make_unique<ops::ThreadPool>(options.cpu_threads);
+    pool_ = own_pool_ ? own_pool_.get() : &ops::ThreadPool::shared();
   }
   resolved_ = resolve_model(options, plugins);
   weights::ModelConfig& c = resolved_.config;
@@ -140,7 +143,7 @@ ops::Exec Runner::exec() const {
   ops::Exec e;
   e.device = device_;
   e.stream = stream();
-  e.pool = pool_.get();
+  e.pool = pool_;
   e.blas = device_ctx_ ? device_ctx_->blas() : nullptr;
   return e;
 }

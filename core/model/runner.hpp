@@ -42,7 +42,8 @@ class Runner final : public ModelRunner {
   int32_t device_;
   int64_t baseline_bytes_ = 0;
   std::unique_ptr<DeviceContext> device_ctx_;
-  std::unique_ptr<ops::ThreadPool> pool_;
+  std::unique_ptr<ops::ThreadPool> own_pool_;  // only when cpu_threads is set
+  ops::ThreadPool* pool_ = nullptr;
   ResolvedModel resolved_;  // holds the weight source: destroyed after model_
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<DecoderModel> model_;

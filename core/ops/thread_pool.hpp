@@ -1,55 +1,9 @@
-// A small fixed pool of worker threads for the CPU ops. One parallel_for at a
-// time (the engine thread drives all ops); the calling thread takes a share of
-// the work too, so a pool of n threads keeps n cores busy.
+// The CPU ops use the process-wide pool from core/common.
 #pragma once
 
-#include <condition_variable>
-#include <cstdint>
-#include <functional>
-#include <mutex>
-#include <thread>
-#include <vector>
+#include "core/common/thread_pool.hpp"
 
 namespace aph::ops {
-
-class ThreadPool {
- public:
-  // threads <= 0: one per hardware core.
-  explicit ThreadPool(int threads = 0);
-  ~ThreadPool();
-  ThreadPool(const ThreadPool&) = delete;
-  ThreadPool& operator=(const ThreadPool&) = delete;
-
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
-  // Splits [0, n) into contiguous chunks of at least `grain` items and runs
-  // fn(begin, end) on them; returns when all are done. The first exception
-  // thrown by fn is rethrown here.
-  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
-
- private:
-  void worker_loop(int index);
-  void run_chunks(int slot);
-
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_, done_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t n_ = 0, chunk_ = 0, chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
-};
-
-// Runs fn over [0, n) on the pool, or inline when pool is null.
-inline void parallel_for(ThreadPool* pool, int64_t n, int64_t grain,
-                         const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  if (pool == nullptr || n <= grain) {
-    fn(0, n);
-    return;
-  }
-  pool->parallel_for(n, grain, fn);
-}
-
+using aph::parallel_for;
+using aph::ThreadPool;
 }  // namespace aph::ops

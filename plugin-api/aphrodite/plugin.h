@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define APH_ABI_MAJOR 1
-#define APH_ABI_MINOR 0
+#define APH_ABI_MINOR 1
 
 #if defined(_WIN32)
 #define APH_EXPORT __declspec(dllexport)
@@ -140,6 +140,17 @@ typedef struct aph_host_services {
   /* Any thread. The CUDA device ordinal the engine runs on, or
    * APH_DEVICE_CPU. */
   int32_t (*active_device)(void* host);
+
+  /* ---- minor 1 ---- */
+
+  /* Any thread; blocks the caller. Runs fn(ctx, begin, end) over [0, n) in
+   * contiguous chunks of at least min_chunk items on the host's CPU worker
+   * threads (the caller's included) and returns when every chunk is done.
+   * Plugins start no threads of their own: this is how their CPU kernels go
+   * parallel. fn must not throw or call parallel_for again. Check `size`
+   * before use: hosts of minor 0 lack it. */
+  void (*parallel_for)(void* host, uint64_t n, uint64_t min_chunk,
+                       void (*fn)(void* ctx, uint64_t begin, uint64_t end), void* ctx);
 } aph_host_services;
 
 /* What the host offers in negotiation. */

@@ -1,6 +1,9 @@
 #include "plugins/quant-gguf/linear.hpp"
 
+#include <cstddef>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,38 @@
 namespace aph::gguf {
 
 namespace {
+
+// Output rows per chunk: enough work per chunk to amortize the hand-off.
+constexpr uint64_t kMinRowsPerChunk = 32;
+
+// The host's parallel_for (ABI minor 1) as a ParallelRows; empty when the
+// host is older. The C callback reaches the std::function through ctx.
+ParallelRows host_parallel_rows(const aph_host_services* services) {
+  if (services == nullptr ||
+      services->size < offsetof(aph_host_services, parallel_for) + sizeof(services->parallel_for) ||
+      services->parallel_for == nullptr)
+    return {};
+  return [services](int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+    // Exceptions must not cross the C boundary: the first is kept and
+    // rethrown here, on the plugin's side.
+    struct Call {
+      const std::function<void(int64_t, int64_t)>* body;
+      std::mutex mutex;
+      std::exception_ptr error;
+    } call{&body, {}, nullptr};
+    auto trampoline = [](void* ctx, uint64_t begin, uint64_t end) {
+      auto* c = static_cast<Call*>(ctx);
+      try {
+        (*c->body)(static_cast<int64_t>(begin), static_cast<int64_t>(end));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(c->mutex);
+        if (!c->error) c->error = std::current_exception();
+      }
+    };
+    services->parallel_for(services->host, static_cast<uint64_t>(n), kMinRowsPerChunk, trampoline, &call);
+    if (call.error) std::rethrow_exception(call.error);
+  };
+}
 
 std::vector<float> bias_values(const aph_weight_info* b, int64_t n, const std::string& layer) {
   if (!b) return {};
@@ -84,6 +119,7 @@ Linear::Linear(PluginState& state, const aph_linear_desc& desc)
     if (act_dtype_ != APH_DTYPE_F32)
       throw Error(APH_ERR_UNSUPPORTED, "linear " + name_ + ": CPU activations must be F32");
     cpu_ = std::make_unique<CpuLinear>(type, k_, n_, bytes, std::move(bias), state.cpu_exact);
+    parallel_ = host_parallel_rows(state.services);
   } else {
     if (act_dtype_ != APH_DTYPE_F16 && act_dtype_ != APH_DTYPE_BF16)
       throw Error(APH_ERR_UNSUPPORTED, "linear " + name_ + ": CUDA activations must be F16 or BF16");
@@ -101,7 +137,7 @@ void Linear::forward(const aph_tensor& x, aph_tensor& y, aph_stream stream) {
   const int64_t m = x.shape[0];
   if (m == 0) return;
   if (cpu_)
-    cpu_->forward(static_cast<const float*>(x.data), m, static_cast<float*>(y.data));
+    cpu_->forward(static_cast<const float*>(x.data), m, static_cast<float*>(y.data), parallel_);
   else
     cuda_->forward(x.data, m, y.data, stream);
 }

@@ -28,6 +28,7 @@ class Linear {
   int64_t k_, n_;
   std::unique_ptr<CpuLinear> cpu_;
   std::unique_ptr<CudaLinear> cuda_;
+  ParallelRows parallel_;  // the host's worker threads, when it offers them
 };
 
 // The ggml type of a weight part: its format_type when dtype is -1, or the

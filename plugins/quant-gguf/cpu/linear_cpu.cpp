@@ -32,21 +32,28 @@ CpuLinear::CpuLinear(uint32_t ggml_type, int64_t k, int64_t n, const uint8_t* we
   integer_path_ = !exact && !is_float_type(ggml_type);
 }
 
-void CpuLinear::forward(const float* x, int64_t m, float* y) const {
+void CpuLinear::forward(const float* x, int64_t m, float* y, const ParallelRows& parallel) const {
   if (m <= 0) return;
-  if (integer_path_)
-    forward_int8(x, m, y);
+  // Output rows split across threads: each weight row is still read once.
+  auto rows = [&](int64_t j0, int64_t j1) {
+    if (integer_path_)
+      forward_int8(x, m, y, j0, j1);
+    else
+      forward_float(x, m, y, j0, j1);
+  };
+  if (parallel)
+    parallel(n_, rows);
   else
-    forward_float(x, m, y);
+    rows(0, n_);
   if (!bias_.empty())
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] += bias_[j];
 }
 
-void CpuLinear::forward_float(const float* x, int64_t m, float* y) const {
+void CpuLinear::forward_float(const float* x, int64_t m, float* y, int64_t j0, int64_t j1) const {
   const DotKernels& kern = dot_kernels();
   std::vector<float> row(k_);
-  for (int64_t j = 0; j < n_; ++j) {
+  for (int64_t j = j0; j < j1; ++j) {
     const float* w = reinterpret_cast<const float*>(weight_.data() + j * row_bytes_);
     if (type_ != kF32) {
       dequantize_row(type_, weight_.data() + j * row_bytes_, row.data(), k_);
@@ -56,10 +63,11 @@ void CpuLinear::forward_float(const float* x, int64_t m, float* y) const {
   }
 }
 
-void CpuLinear::forward_int8(const float* x, int64_t m, float* y) const {
+void CpuLinear::forward_int8(const float* x, int64_t m, float* y, int64_t j0, int64_t j1) const {
   const DotKernels& kern = dot_kernels();
-  // Quantize every activation row once; then unpack each weight row once and
-  // dot it with all M rows, so the weights stream through the cache once.
+  // Quantize every activation row (cheap next to the weights; each chunk does
+  // it for itself so chunks share nothing); then unpack each weight row once
+  // and dot it with all M rows, so the weights stream through the cache once.
   std::vector<int8_t> xq(m * k_);
   std::vector<float> xd(m * k_ / 32), xs(m * k_ / 16);
   for (int64_t i = 0; i < m; ++i)
@@ -69,7 +77,7 @@ void CpuLinear::forward_int8(const float* x, int64_t m, float* y) const {
   // row costs about six fused dot products (measured on the 135M model's
   // shapes), so the fused kernels win up to about a dozen rows.
   if (auto fused = kern.block_dot(type_); fused && m <= kFusedMaxRows) {
-    for (int64_t j = 0; j < n_; ++j)
+    for (int64_t j = j0; j < j1; ++j)
       for (int64_t i = 0; i < m; ++i) {
         ActQ8 act{xq.data() + i * k_, xd.data() + i * k_ / 32, xs.data() + i * k_ / 16};
         y[i * n_ + j] = fused(weight_.data() + j * row_bytes_, act, k_);
@@ -82,7 +90,7 @@ void CpuLinear::forward_int8(const float* x, int64_t m, float* y) const {
   std::vector<float> wa(k_ / group), wb(k_ / group);
   auto dot4 = group == 16 ? kern.dot4_g16 : kern.dot4_g32;
   auto act = [&](int64_t i) { return ActQ8{xq.data() + i * k_, xd.data() + i * k_ / 32, xs.data() + i * k_ / 16}; };
-  for (int64_t j = 0; j < n_; ++j) {
+  for (int64_t j = j0; j < j1; ++j) {
     unpack_row_i8(type_, weight_.data() + j * row_bytes_, wq.data(), wa.data(), wb.data(), k_);
     int64_t i = 0;
     for (; i + 4 <= m; i += 4) {

@@ -5,9 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace aph::gguf {
+
+// Splits [0, n) into chunks and runs body(begin, end) on each, possibly in
+// parallel (the host's parallel_for); empty = one chunk on this thread.
+using ParallelRows = std::function<void(int64_t n, const std::function<void(int64_t, int64_t)>& body)>;
 
 class CpuLinear {
  public:
@@ -15,7 +20,7 @@ class CpuLinear {
   CpuLinear(uint32_t ggml_type, int64_t k, int64_t n, const uint8_t* weight,
             std::vector<float> bias, bool exact);
 
-  void forward(const float* x, int64_t m, float* y) const;
+  void forward(const float* x, int64_t m, float* y, const ParallelRows& parallel = {}) const;
   // out[i,:] = W[ids[i],:] dequantized; ids are validated.
   void get_rows(const int32_t* ids, int64_t m, float* out) const;
 
@@ -26,8 +31,8 @@ class CpuLinear {
   const uint8_t* weight() const { return weight_.data(); }
 
  private:
-  void forward_float(const float* x, int64_t m, float* y) const;
-  void forward_int8(const float* x, int64_t m, float* y) const;
+  void forward_float(const float* x, int64_t m, float* y, int64_t j0, int64_t j1) const;
+  void forward_int8(const float* x, int64_t m, float* y, int64_t j0, int64_t j1) const;
 
   uint32_t type_;
   int64_t k_, n_;

@@ -46,6 +46,7 @@ TEST(AbiLayout, EveryFieldOfEveryStructIsPinned) {
   PIN(aph_host_services, register_route, 64, 8);
   PIN(aph_host_services, engine, 72, 8);
   PIN(aph_host_services, active_device, 80, 8);
+  PIN(aph_host_services, parallel_for, 88, 8);  // minor 1
 
   // aph_version_offer (plugin.h)
   PIN(aph_version_offer, size, 0, 4);

@@ -199,8 +199,20 @@ json::object hf_config(const GgufFile& file) {
 ModelSource::ModelSource(const std::string& path) : file_(GgufFile::open(path)) {
   const GgufFile& f = *file_;
   json::object out;
-  out["config"] = hf_config(f);
-  const std::string arch(f.metadata().at("general.architecture").get_string());
+  // A vocab-only file (tokenizer tests, `aphrodited tokenize`) has no model
+  // hyper-parameters; it still serves its tokenizer, with an empty config.
+  if (f.tensors().empty()) {
+    try {
+      out["config"] = hf_config(f);
+    } catch (const Error&) {
+      out["config"] = json::object{};
+    }
+    out["vocab_only"] = true;
+  } else {
+    out["config"] = hf_config(f);
+  }
+  const json::value* arch_value = f.metadata().if_contains("general.architecture");
+  const std::string arch = arch_value && arch_value->is_string() ? std::string(arch_value->get_string()) : "";
   // llama.cpp's converter permutes Q/K rows of llama-arch checkpoints for
   // adjacent-pair RoPE (FORMATS.md §1.4); the other architectures keep HF order.
   out["rope_interleaved"] = arch == "llama";

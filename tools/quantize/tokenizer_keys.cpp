@@ -52,7 +52,7 @@ std::string guess_pre(const json::object& tok, const std::string& arch) {
   if (arch == "qwen2" || arch == "qwen3") return "qwen2";
   std::string text = json::serialize(tok.contains("pre_tokenizer") ? tok.at("pre_tokenizer") : json::value());
   if (text.find("\\\\p{N}{1,3}") != std::string::npos) return "llama-bpe";
-  if (text.find("ByteLevel") != std::string::npos) return "gpt2";
+  if (text.find("ByteLevel") != std::string::npos) return "gpt-2";
   return "default";
 }
 
@@ -170,7 +170,7 @@ std::string synthetic(gguf::GgufWriter& w, const weights::ModelConfig& cfg) {
     types.emplace_back(id == n - 1 ? kControl : kNormal);
   }
   w.add_string("tokenizer.ggml.model", "gpt2");
-  w.add_string("tokenizer.ggml.pre", "gpt2");
+  w.add_string("tokenizer.ggml.pre", "gpt-2");
   w.add_kv("tokenizer.ggml.tokens", kStrArr, tokens);
   w.add_kv("tokenizer.ggml.token_type", kI32Arr, types);
   w.add_kv("tokenizer.ggml.merges", kStrArr, json::array{});

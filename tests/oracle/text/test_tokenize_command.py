@@ -33,11 +33,6 @@ def test_fixtures_exist():
 def test_gguf_through_the_plugin_matches_the_fixture(vocab):
     path = FIXTURES / vocab
     run = tokenize(path, path.with_name(vocab + ".inp").read_bytes(), "--split", r"\n__ggml_vocab_test__\n")
-    if run.returncode != 0 and b"attention.layer_norm_rms_epsilon' is missing" in run.stderr:
-        # Known limitation of the GGUF plugin's source_open (plugins/quant-gguf):
-        # it requires model hyper-parameters that a vocab-only file of a
-        # non-llama architecture does not have. Any other failure still fails.
-        pytest.xfail("quant-gguf source_open refuses this vocab-only GGUF: " + run.stderr.decode(errors="replace"))
     assert run.returncode == 0, run.stderr.decode(errors="replace")
     expected = path.with_name(vocab + ".out").read_bytes()
     got_lines, want_lines = run.stdout.split(b"\n"), expected.split(b"\n")

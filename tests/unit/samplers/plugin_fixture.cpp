@@ -78,7 +78,7 @@ void LoadedPlugins::load(const std::string& path, const std::string& config_json
   if (lib->info.kind != APH_KIND_SAMPLER) throw std::runtime_error(path + ": not a sampler plugin");
   lib->context = HostContext{config_json, alloc_, free_, active_device_};
   lib->services = aph_host_services{sizeof(aph_host_services), &lib->context, &host_log, &host_config, &host_alloc,
-                                    &host_free, &pinned_alloc, &pinned_free, nullptr, nullptr, &active_device};
+                                    &host_free, &pinned_alloc, &pinned_free, nullptr, nullptr, &active_device, nullptr};
   if (lib->info.init(&lib->services, &lib->state, &err) != APH_OK) {
     throw std::runtime_error(path + ": init: " + err.message);
   }

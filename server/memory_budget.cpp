@@ -12,8 +12,23 @@
 namespace aph::server {
 namespace {
 
+// Pinned memory needs a CUDA device; a CUDA build on a machine without one
+// (CI, CPU serving) hands out ordinary host memory instead. Decided once, so
+// alloc and free always agree.
+bool pinned_is_host_memory() {
+#ifdef APH_HAVE_CUDA
+  static const bool no_device = [] {
+    int count = 0;
+    return cudaGetDeviceCount(&count) != cudaSuccess || count == 0;
+  }();
+  return no_device;
+#else
+  return true;
+#endif
+}
+
 void* raw_alloc(int32_t device, uint64_t bytes, bool pinned, aph_error* err) {
-  if (device == APH_DEVICE_CPU && !pinned) {
+  if (device == APH_DEVICE_CPU && (!pinned || pinned_is_host_memory())) {
     void* p = std::malloc(bytes == 0 ? 1 : bytes);
     if (p == nullptr) write_error(err, APH_ERR_OUT_OF_MEMORY, "host allocation failed");
     return p;
@@ -52,7 +67,7 @@ void* raw_alloc(int32_t device, uint64_t bytes, bool pinned, aph_error* err) {
 }
 
 void raw_free(void* ptr, int32_t device, bool pinned) {
-  if (device == APH_DEVICE_CPU && !pinned) {
+  if (device == APH_DEVICE_CPU && (!pinned || pinned_is_host_memory())) {
     std::free(ptr);
     return;
   }

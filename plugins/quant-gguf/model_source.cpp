@@ -201,7 +201,7 @@ ModelSource::ModelSource(const std::string& path) : file_(GgufFile::open(path)) 
   json::object out;
   // A vocab-only file (tokenizer tests, `aphrodited tokenize`) has no model
   // hyper-parameters; it still serves its tokenizer, with an empty config.
-  if (f.tensors().empty()) {
+  if (f.tensors().empty() && f.metadata().contains("tokenizer.ggml.tokens")) {
     try {
       out["config"] = hf_config(f);
     } catch (const Error&) {

@@ -176,7 +176,7 @@ def test_llama_q4_k_m_mix_sharded(tmp_path, build_dir):
     assert field(reader, "llama.attention.head_count_kv") == 2
     assert field(reader, "llama.rope.freq_base") == 500000.0
     assert field(reader, "tokenizer.ggml.model") == "gpt2"
-    assert field(reader, "tokenizer.ggml.pre") == "gpt2"
+    assert field(reader, "tokenizer.ggml.pre") == "gpt-2"
     toks = field(reader, "tokenizer.ggml.tokens")
     assert len(toks) == 300 and toks[297] == "<s>" and toks[0] == "A0"
     assert field(reader, "tokenizer.ggml.token_type")[297:] == [3, 3, 4]

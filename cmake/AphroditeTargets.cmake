@@ -54,7 +54,11 @@ function(aph_add_plugin name)
     LIBRARY_OUTPUT_DIRECTORY ${APH_PLUGIN_OUTPUT_DIR}
     C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
-  target_link_options(${name} PRIVATE -Wl,--no-undefined)
+  # clang's sanitizer runtime lives in the executable, not in shared objects,
+  # so a fuzz build's plugins must leave those symbols undefined.
+  if(NOT APH_FUZZ)
+    target_link_options(${name} PRIVATE -Wl,--no-undefined)
+  endif()
   aph_apply_warnings(${name})
 endfunction()
 

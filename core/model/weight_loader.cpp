@@ -3,6 +3,8 @@
 #include "core/common/error.hpp"
 #include "core/common/half.hpp"
 
+#include <cstring>
+
 namespace aph::model {
 
 bool is_float_dtype(int32_t d) { return d == APH_DTYPE_F32 || d == APH_DTYPE_F16 || d == APH_DTYPE_BF16; }
@@ -21,11 +23,20 @@ void expect_shape(const SourceTensor& t, const std::vector<int64_t>& shape) {
   }
 }
 
+// Safetensors data need not be aligned (the header length is arbitrary), so
+// elements are read with memcpy rather than through a typed pointer.
+template <typename T>
+T unaligned_load(const void* base, int64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(base) + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+
 float host_load(const SourceTensor& t, int64_t i) {
   switch (t.dtype) {
-    case APH_DTYPE_F32: return static_cast<const float*>(t.data)[i];
-    case APH_DTYPE_F16: return f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
-    case APH_DTYPE_BF16: return bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    case APH_DTYPE_F32: return unaligned_load<float>(t.data, i);
+    case APH_DTYPE_F16: return f16_to_f32(unaligned_load<uint16_t>(t.data, i));
+    case APH_DTYPE_BF16: return bf16_to_f32(unaligned_load<uint16_t>(t.data, i));
     default: throw invalid_argument("tensor " + t.describe() + " must be F32, F16 or BF16");
   }
 }
@@ -77,11 +88,15 @@ void WeightLoader::fill(const SourceTensor& t, Tensor& dst) const {
 Tensor WeightLoader::matrix(const SourceTensor& t, int64_t rows, int64_t cols) const {
   if (!is_float_dtype(t.dtype)) throw invalid_argument("tensor " + t.describe() + " must be F32, F16 or BF16");
   expect_shape(t, {rows, cols});
-  if (ctx_.device == APH_DEVICE_CPU) {
+  const bool aligned = reinterpret_cast<uintptr_t>(t.data) % 4 == 0;
+  if (ctx_.device == APH_DEVICE_CPU && aligned) {
     // The memory map already holds the matrix in a dtype the CPU linear reads.
     return Tensor::borrow(const_cast<void*>(t.data), {rows, cols}, static_cast<aph_dtype>(t.dtype), APH_DEVICE_CPU);
   }
-  Tensor out = Tensor::empty({rows, cols}, ctx_.act_dtype, ctx_.device);
+  // Unaligned mapped data (a header whose length is not a multiple of 4) is
+  // copied once so the kernels can read it through typed pointers.
+  const aph_dtype dtype = ctx_.device == APH_DEVICE_CPU ? static_cast<aph_dtype>(t.dtype) : ctx_.act_dtype;
+  Tensor out = Tensor::empty({rows, cols}, dtype, ctx_.device);
   fill(t, out);
   return out;
 }

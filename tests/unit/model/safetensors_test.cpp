@@ -35,14 +35,16 @@ TEST(Safetensors, ParsesAValidFile) {
   auto img = image(R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
                    R"("b":{"dtype":"BF16","shape":[4],"data_offsets":[24,32]},"s":{"dtype":"F4","shape":[2],"data_offsets":[32,33]}})",
                    33);
-  float* a = reinterpret_cast<float*>(img.data() + img.size() - 33);
-  a[5] = 7.0f;
+  const float seven = 7.0f;  // the data section need not be 4-byte aligned
+  std::memcpy(img.data() + img.size() - 33 + 5 * sizeof(float), &seven, sizeof seven);
   SafetensorsFile f(img.data(), img.size(), "x.safetensors");
   ASSERT_EQ(f.tensors().size(), 3u);
   const auto& t = f.tensors().at("a");
   EXPECT_EQ(t.dtype, APH_DTYPE_F32);
   EXPECT_EQ(t.shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(reinterpret_cast<const float*>(t.data)[5], 7.0f);
+  float a5 = 0;
+  std::memcpy(&a5, static_cast<const char*>(t.data) + 5 * sizeof(float), sizeof a5);
+  EXPECT_EQ(a5, 7.0f);
   EXPECT_EQ(f.tensors().at("b").dtype, APH_DTYPE_BF16);
   EXPECT_EQ(f.tensors().at("s").dtype, -1);  // F4: handed to plugins as raw bytes
   EXPECT_EQ(f.metadata().at("format"), "pt");

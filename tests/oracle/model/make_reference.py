@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 
 import numpy as np
 import torch
@@ -59,49 +60,60 @@ def write_reference(d, prompt, logits, ids, margins, vocab, extra=None):
 
 
 def random_models(out_root):
+    """Returns the names that failed (each one's traceback is printed)."""
+    failed = []
     for i, (name, (cfg, _dtype)) in enumerate(sorted(numpy_llama.MODELS.items())):
-        d = os.path.join(out_root, "hf", name)
-        os.makedirs(d, exist_ok=True)
-        clean = {k: v for k, v in cfg.items() if v is not None}
-        clean["torch_dtype"] = "bfloat16"
-        config = AutoConfig.for_model(clean["model_type"], **{k: v for k, v in clean.items() if k != "model_type"})
-        torch.manual_seed(4321 + i)
-        model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
-        # Larger-than-default weights so the logits spread (init std 0.02 makes them near-flat).
-        with torch.no_grad():
-            for pname, p in model.named_parameters():
-                if pname.endswith("norm.weight"):
-                    p.copy_(1.0 + 0.1 * torch.randn_like(p))
-                elif "embed_tokens" in pname:
-                    p.copy_(torch.randn_like(p))
-                else:
-                    p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5 * (0.5 if pname.endswith("bias") else 1.0))
-        model.to(torch.bfloat16).save_pretrained(d, safe_serialization=True)
-        ref_model = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32, attn_implementation="eager")
-        ref_model.eval()
-        rng = np.random.default_rng(99 + i)
-        prompt = [int(x) for x in rng.integers(0, cfg["vocab_size"], numpy_llama.PROMPT_LEN)]
-        steps, extra = GREEDY_STEPS, {}
-        rs = cfg.get("rope_scaling") or {}
-        if rs.get("rope_type") == "longrope":
-            # transformers switches short -> long factors once the sequence outgrows the
-            # original context (recomputing every position); a KV-cached engine fixes one
-            # choice per served context. Stay inside it and serve that context.
-            l0 = rs["original_max_position_embeddings"]
-            steps, extra = l0 - len(prompt), {"max_model_len": l0}
-        logits, ids, margins = greedy(ref_model, prompt, steps)
-        for f in os.listdir(d):  # keep only what the C++ side reads
-            if f not in ("config.json", "model.safetensors", "generation_config.json"):
-                os.remove(os.path.join(d, f))
-        write_reference(d, prompt, logits, ids, margins, cfg["vocab_size"], extra)
-        print("wrote", d, flush=True)
+        try:
+            random_model(out_root, i, name, cfg)
+        except Exception:  # one model's failure must not cost the others (device time is scarce)
+            traceback.print_exc()
+            failed.append(name)
+    return failed
+
+
+def random_model(out_root, i, name, cfg):
+    d = os.path.join(out_root, "hf", name)
+    os.makedirs(d, exist_ok=True)
+    clean = {k: v for k, v in cfg.items() if v is not None}
+    clean["torch_dtype"] = "bfloat16"
+    config = AutoConfig.for_model(clean["model_type"], **{k: v for k, v in clean.items() if k != "model_type"})
+    torch.manual_seed(4321 + i)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    # Larger-than-default weights so the logits spread (init std 0.02 makes them near-flat).
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if pname.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif "embed_tokens" in pname:
+                p.copy_(torch.randn_like(p))
+            else:
+                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5 * (0.5 if pname.endswith("bias") else 1.0))
+    model.to(torch.bfloat16).save_pretrained(d, safe_serialization=True)
+    ref_model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager")
+    ref_model.eval()
+    rng = np.random.default_rng(99 + i)
+    prompt = [int(x) for x in rng.integers(0, cfg["vocab_size"], numpy_llama.PROMPT_LEN)]
+    steps, extra = GREEDY_STEPS, {}
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("rope_type") == "longrope":
+        # transformers switches short -> long factors once the sequence outgrows the
+        # original context (recomputing every position); a KV-cached engine fixes one
+        # choice per served context. Stay inside it and serve that context.
+        l0 = rs["original_max_position_embeddings"]
+        steps, extra = l0 - len(prompt), {"max_model_len": l0}
+    logits, ids, margins = greedy(ref_model, prompt, steps)
+    for f in os.listdir(d):  # keep only what the C++ side reads
+        if f not in ("config.json", "model.safetensors", "generation_config.json"):
+            os.remove(os.path.join(d, f))
+    write_reference(d, prompt, logits, ids, margins, cfg["vocab_size"], extra)
+    print("wrote", d, flush=True)
 
 
 def gguf_model(out_root, gguf_path):
     from transformers import AutoTokenizer
     folder, fname = os.path.split(os.path.abspath(gguf_path))
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, torch_dtype=torch.float32,
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32,
                                                  attn_implementation="eager")
     model.eval()
     prompt = tok(GGUF_PROMPT)["input_ids"]
@@ -122,10 +134,11 @@ def main():
     ap.add_argument("--gguf", default=None)
     ap.add_argument("--skip-random", action="store_true")
     a = ap.parse_args()
-    if not a.skip_random:
-        random_models(a.out)
+    failed = [] if a.skip_random else random_models(a.out)
     if a.gguf:
         gguf_model(a.out, a.gguf)
+    if failed:
+        sys.exit("failed: " + ", ".join(failed))
 
 
 if __name__ == "__main__":

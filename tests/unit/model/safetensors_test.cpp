@@ -43,7 +43,7 @@ TEST(Safetensors, ParsesAValidFile) {
   EXPECT_EQ(t.dtype, APH_DTYPE_F32);
   EXPECT_EQ(t.shape, (std::vector<int64_t>{2, 3}));
   float a5 = 0;
-  std::memcpy(&a5, static_cast<const char*>(t.data) + 5 * sizeof(float), sizeof a5);
+  std::memcpy(&a5, t.data + 5 * sizeof(float), sizeof a5);
   EXPECT_EQ(a5, 7.0f);
   EXPECT_EQ(f.tensors().at("b").dtype, APH_DTYPE_BF16);
   EXPECT_EQ(f.tensors().at("s").dtype, -1);  // F4: handed to plugins as raw bytes

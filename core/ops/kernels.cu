@@ -161,11 +161,63 @@ __global__ void add_bias_kernel(T* y, const float* bias, int64_t n, int64_t tota
     y[i] = from_f<T>(to_f(y[i]) + bias[i % n]);
 }
 
-// One warp per output feature; 16-byte loads of the weight row, each read
-// once and applied to every row of x (x stays in L1/L2).
-template <typename T, typename Ty, bool kVec>
-__global__ void gemv_kernel(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k) {
+// One warp per output feature. At batch 1 the kernel is bound by how many
+// bytes are in flight, so each lane first issues kGemvDepth 16-byte weight
+// loads (streaming: read once, kept out of L1 so x stays there) and only then
+// does the math. kRows (1, 2, 4 or 8) bounds the rows of x, so m = 1 carries
+// one accumulator, not eight.
+constexpr int kGemvDepth = 8;
+
+template <typename T, typename Ty, int kRows>
+__global__ void __launch_bounds__(256) gemv_vec_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                                                       const float* __restrict__ bias, Ty* __restrict__ y, int m,
+                                                       int64_t n, int64_t k) {
   constexpr int kPer = 16 / sizeof(T);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
+  if (row >= n) return;
+  const uint4* wr = reinterpret_cast<const uint4*>(w + row * k);
+  const int64_t vecs = k / kPer;
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+  for (int64_t v0 = lane; v0 < vecs; v0 += 32 * kGemvDepth) {
+    uint4 wv[kGemvDepth];
+#pragma unroll
+    for (int u = 0; u < kGemvDepth; ++u) {
+      const int64_t v = v0 + u * 32;
+      wv[u] = v < vecs ? __ldcs(wr + v) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kGemvDepth; ++u) {
+      const int64_t v = v0 + u * 32;
+      if (v < vecs) {
+        const T* we = reinterpret_cast<const T*>(&wv[u]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          if (r < m) {
+            const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + r * k) + v);
+            const T* xe = reinterpret_cast<const T*>(&xv);
+#pragma unroll
+            for (int e = 0; e < kPer; ++e) acc[r] = fmaf(to_f(we[e]), to_f(xe[e]), acc[r]);
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (r < m) {
+      float v = acc[r];
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      if (lane == 0) y[r * n + row] = from_f<Ty>(v + (bias ? bias[row] : 0.0f));
+    }
+  }
+}
+
+// Any k and alignment: one element per lane per step.
+template <typename T, typename Ty>
+__global__ void gemv_scalar_kernel(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
   if (row >= n) return;
@@ -173,33 +225,11 @@ __global__ void gemv_kernel(const T* x, const T* w, const float* bias, Ty* y, in
   float acc[kGemvMaxRows];
 #pragma unroll
   for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
-  if (kVec) {
-    // Unrolled so each lane has several 16-byte weight loads in flight: at
-    // batch 1 the kernel is purely bound by memory latency x parallelism.
-#pragma unroll 4
-    for (int64_t base = static_cast<int64_t>(lane) * kPer; base < k; base += 32 * kPer) {
-      uint4 wv = *reinterpret_cast<const uint4*>(wr + base);
-      const T* we = reinterpret_cast<const T*>(&wv);
-      float wf[kPer];
+  for (int64_t j = lane; j < k; j += 32) {
+    const float wf = to_f(wr[j]);
 #pragma unroll
-      for (int e = 0; e < kPer; ++e) wf[e] = to_f(we[e]);
-#pragma unroll
-      for (int r = 0; r < kGemvMaxRows; ++r) {
-        if (r < m) {
-          uint4 xv = *reinterpret_cast<const uint4*>(x + r * k + base);
-          const T* xe = reinterpret_cast<const T*>(&xv);
-#pragma unroll
-          for (int e = 0; e < kPer; ++e) acc[r] += wf[e] * to_f(xe[e]);
-        }
-      }
-    }
-  } else {
-    for (int64_t j = lane; j < k; j += 32) {
-      const float wf = to_f(wr[j]);
-#pragma unroll
-      for (int r = 0; r < kGemvMaxRows; ++r)
-        if (r < m) acc[r] += wf * to_f(x[r * k + j]);
-    }
+    for (int r = 0; r < kGemvMaxRows; ++r)
+      if (r < m) acc[r] += wf * to_f(x[r * k + j]);
   }
 #pragma unroll
   for (int r = 0; r < kGemvMaxRows; ++r) {
@@ -303,6 +333,7 @@ int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, in
   if (m > kGemvMaxRows) return static_cast<int>(cudaErrorInvalidValue);
   constexpr int kWarps = 8;
   const unsigned blocks = static_cast<unsigned>((n + kWarps - 1) / kWarps);
+  const int mi = static_cast<int>(m);
   return dispatch(dtype, [&](auto t) {
     using T = decltype(t);
     constexpr int kPer = 16 / sizeof(T);
@@ -310,12 +341,20 @@ int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, in
                      reinterpret_cast<uintptr_t>(w) % 16 == 0;
     dispatch(y_dtype, [&](auto ty) {
       using Ty = decltype(ty);
-      if (vec) {
-        gemv_kernel<T, Ty, true><<<blocks, kWarps * 32, 0, S(stream)>>>(
-            static_cast<const T*>(x), static_cast<const T*>(w), bias, static_cast<Ty*>(y), static_cast<int>(m), n, k);
+      const auto* xt = static_cast<const T*>(x);
+      const auto* wt = static_cast<const T*>(w);
+      auto* yt = static_cast<Ty*>(y);
+      cudaStream_t s = S(stream);
+      if (!vec) {
+        gemv_scalar_kernel<T, Ty><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
+      } else if (m == 1) {
+        gemv_vec_kernel<T, Ty, 1><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
+      } else if (m == 2) {
+        gemv_vec_kernel<T, Ty, 2><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
+      } else if (m <= 4) {
+        gemv_vec_kernel<T, Ty, 4><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
       } else {
-        gemv_kernel<T, Ty, false><<<blocks, kWarps * 32, 0, S(stream)>>>(
-            static_cast<const T*>(x), static_cast<const T*>(w), bias, static_cast<Ty*>(y), static_cast<int>(m), n, k);
+        gemv_vec_kernel<T, Ty, kGemvMaxRows><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
       }
     });
   });

@@ -63,7 +63,7 @@ std::string launch_min_p(LogitsView logits, int32_t n, const int32_t* row_index,
 std::string launch_xtc(LogitsView logits, int32_t n, const int32_t* row_index, const float* threshold,
                        void* stream);
 
-// top_k (k > 0) and top_p (p < 1) kept sets by bisection on the logit value.
+// top_k (k > 0) and top_p (p < 1) kept sets by radix select on the logit value.
 std::string launch_top_k(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* k, void* stream);
 std::string launch_top_p(LogitsView logits, int32_t n, const int32_t* row_index, const float* p, void* stream);
 

@@ -12,9 +12,7 @@ __global__ void temperature_kernel(LogitsView logits, const TemperatureRow* rows
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   float t = fmaxf(p.temperature, kMinTemperature);
   if (p.dynamic) {
-    float m = -FLT_MAX;
-    for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) m = fmaxf(m, x[i]);
-    m = block_max(m);
+    const float m = row_max(x, logits.vocab);
     double z = 0, live = 0;
     for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
       if (x[i] == -INFINITY) continue;
@@ -42,9 +40,7 @@ __global__ void temperature_kernel(LogitsView logits, const TemperatureRow* rows
 
 __global__ void min_p_kernel(LogitsView logits, const int32_t* row_index, const float* log_min_p) {
   float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
-  float m = -FLT_MAX;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) m = fmaxf(m, x[i]);
-  m = block_max(m);
+  const float m = row_max(x, logits.vocab);
   const float t = log_min_p[blockIdx.x];  // <= 0, so the max always stays
   for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
     if (x[i] != -INFINITY && __fsub_rn(x[i], m) < t) x[i] = -INFINITY;

@@ -1,5 +1,5 @@
 // Kept sets that need a rank (top-k, top-p), XTC, and the final selection.
-// Ranks use a bisection over the bits of an order-preserving key, so ties at
+// Ranks come from a radix select over an order-preserving key, so ties at
 // the boundary are kept together, as on the CPU.
 #include "plugins/samplers/cuda/block_reduce.cuh"
 #include "plugins/samplers/cuda/kernels.hpp"
@@ -15,57 +15,89 @@ __device__ uint32_t order_key(float f) {
 
 __device__ double block_sum_i(int64_t v) { return block_sum(static_cast<double>(v)); }
 
+// Radix select over the order keys, 8 bits a pass from the top: returns the
+// key K of the boundary, the largest K with weight(key >= K) >= target, where
+// weight(i) is what token i adds (1 for top-k; exp(x - m) for top-p). Four
+// passes over the row instead of one per bit. Scanning each pass's 256-bin
+// histogram from the top, the bin where the running weight first reaches the
+// target holds K; the next pass looks only inside it.
+template <typename Weight>
+__device__ uint32_t radix_boundary(const float* x, int64_t vocab, Weight weight, double target) {
+  __shared__ double hist[256];
+  __shared__ uint32_t s_prefix;
+  __shared__ double s_above;
+  uint32_t prefix = 0;
+  double above = 0;  // weight of the keys above the current prefix's range
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+    __syncthreads();
+    const uint32_t high = shift == 24 ? 0u : (0xFFFFFFFFu << (shift + 8));
+    // Consecutive elements of a thread often share a bin (the top digits of
+    // nearby logits agree): add a run at once rather than per element, which
+    // keeps shared-memory atomics off one hot address.
+    int run_bin = -1;
+    double run = 0;
+    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+      const uint32_t key = order_key(x[i]);
+      if ((key & high) != prefix) continue;
+      const int bin = static_cast<int>((key >> shift) & 0xFFu);
+      if (bin != run_bin) {
+        if (run_bin >= 0) atomicAdd(&hist[run_bin], run);
+        run_bin = bin;
+        run = 0;
+      }
+      run += weight(i);
+    }
+    if (run_bin >= 0) atomicAdd(&hist[run_bin], run);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double cum = above;
+      int b = 255;
+      for (; b > 0; --b) {
+        if (cum + hist[b] >= target) break;
+        cum += hist[b];
+      }
+      s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
+      s_above = cum;
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    above = s_above;
+  }
+  return prefix;
+}
+
 __global__ void top_k_kernel(LogitsView logits, const int32_t* row_index, const int32_t* ks) {
   float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
   const int64_t k = ks[blockIdx.x];
   if (k >= logits.vocab) return;
-  uint32_t prefix = 0;  // the largest key with count(key >= prefix) >= k
-  for (int bit = 31; bit >= 0; --bit) {
-    const uint32_t candidate = prefix | (1u << bit);
-    int64_t c = 0;
-    for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) c += order_key(x[i]) >= candidate;
-    if (block_sum_i(c) >= static_cast<double>(k)) prefix = candidate;
-  }
+  // The largest key with count(key >= K) >= k: ties at the boundary all stay.
+  const uint32_t boundary =
+      radix_boundary(x, logits.vocab, [](int64_t) { return 1.0; }, static_cast<double>(k));
   for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
-    if (order_key(x[i]) < prefix) x[i] = -INFINITY;
+    if (order_key(x[i]) < boundary) x[i] = -INFINITY;
   }
 }
 
 __global__ void top_p_kernel(LogitsView logits, const int32_t* row_index, const float* ps) {
   float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
   const double p = ps[blockIdx.x];
-  float m = -FLT_MAX;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) m = fmaxf(m, x[i]);
-  m = block_max(m);
-  double z = 0;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) z += exp(static_cast<double>(x[i]) - m);
-  z = block_sum(z);
-  // Smallest key K with mass(key > K) < p: tokens with key >= K stay.
-  uint32_t lo = 0, hi = 0xFFFFFFFFu;
-  while (lo < hi) {
-    const uint32_t mid = lo + (hi - lo) / 2;
-    double mass = 0;
-    for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
-      if (order_key(x[i]) > mid) mass += exp(static_cast<double>(x[i]) - m);
-    }
-    mass = block_sum(mass) / z;
-    if (mass < p) hi = mid;
-    else lo = mid + 1;
-  }
+  const float m = row_max(x, logits.vocab);
+  const double z = row_partition(x, logits.vocab, m);
+  // Smallest key K with mass(key > K) < p, which is the largest K with
+  // mass(key >= K) >= p (masses unnormalized: times z). Tokens with key >= K stay.
+  const uint32_t boundary = radix_boundary(
+      x, logits.vocab, [&](int64_t i) { return exp(static_cast<double>(x[i]) - m); }, p * z);
   for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
-    if (x[i] != -INFINITY && order_key(x[i]) < lo) x[i] = -INFINITY;
+    if (x[i] != -INFINITY && order_key(x[i]) < boundary) x[i] = -INFINITY;
   }
 }
 
 __global__ void typical_kernel(LogitsView logits, const int32_t* row_index, const float* ps) {
   float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
   const double p = ps[blockIdx.x];
-  float m = -FLT_MAX;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) m = fmaxf(m, x[i]);
-  m = block_max(m);
-  double z = 0;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) z += exp(static_cast<double>(x[i]) - m);
-  z = block_sum(z);
+  const float m = row_max(x, logits.vocab);
+  const double z = row_partition(x, logits.vocab, m);
   const double log_z = log(z) + m;
   double ent = 0;
   for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
@@ -106,12 +138,8 @@ __global__ void typical_kernel(LogitsView logits, const int32_t* row_index, cons
 __global__ void xtc_kernel(LogitsView logits, const int32_t* row_index, const float* thresholds) {
   float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
   const double thr = thresholds[blockIdx.x];
-  float m = -FLT_MAX;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) m = fmaxf(m, x[i]);
-  m = block_max(m);
-  double z = 0;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) z += exp(static_cast<double>(x[i]) - m);
-  z = block_sum(z);
+  const float m = row_max(x, logits.vocab);
+  const double z = row_partition(x, logits.vocab, m);
   int64_t above = 0;
   float lowest = FLT_MAX;
   for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {

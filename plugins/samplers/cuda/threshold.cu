@@ -12,9 +12,7 @@ __global__ void threshold_kernel(LogitsView logits, const ThresholdRow* rows) {
   const ThresholdRow p = rows[blockIdx.x];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   const int64_t v = logits.vocab;
-  float m = -FLT_MAX;
-  for (int64_t i = threadIdx.x; i < v; i += blockDim.x) m = fmaxf(m, x[i]);
-  m = block_max(m);
+  const float m = row_max(x, v);
   if (p.kind == kQuadratic) {
     const float k = static_cast<float>(p.param), s = static_cast<float>(p.param2);
     for (int64_t i = threadIdx.x; i < v; i += blockDim.x) {
@@ -46,9 +44,7 @@ __global__ void threshold_kernel(LogitsView logits, const ThresholdRow* rows) {
     }
     return;
   }
-  double z = 0;
-  for (int64_t i = threadIdx.x; i < v; i += blockDim.x) z += exp(static_cast<double>(x[i]) - m);
-  z = block_sum(z);
+  const double z = row_partition(x, v, m);
   double threshold = 0;
   if (p.kind == kTopA) {
     threshold = p.param / (z * z);  // a * p_max^2 with p_max = 1 / z

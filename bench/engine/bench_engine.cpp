@@ -4,7 +4,10 @@
 //   aph_bench_engine --model PATH --label NAME [--kv-cache-dtype fp16]
 //       [--cases decode512,prefill512,ctx8k,batch8,batch32,batch64,batch128]
 //       [--copy-gbps X] [--bf16-tflops Y] [--weight-read-bytes N] [--matmul-params N]
-//       [--plugins DIR] [--max-model-len N]
+//       [--plugins DIR] [--max-model-len N] [--sampling JSON]
+//
+// --sampling: sampler fields added to every request (default greedy), e.g. the
+// full chain, to price it against greedy decode.
 //
 // Prints one "RESULT<TAB>label<TAB>case<TAB>tokens/s<TAB>utilization" line per
 // case (bench/run.sh joins them with the targets into one table). Decode
@@ -60,7 +63,7 @@ std::vector<int32_t> random_prompt(int n, uint32_t seed, int64_t vocab) {
   return ids;
 }
 
-std::string request_json(const std::vector<int32_t>& prompt, int max_tokens) {
+std::string request_json(const std::vector<int32_t>& prompt, int max_tokens, const boost::json::object& sampling) {
   boost::json::object o;
   boost::json::array ids;
   for (int32_t id : prompt) ids.push_back(id);
@@ -68,19 +71,20 @@ std::string request_json(const std::vector<int32_t>& prompt, int max_tokens) {
   o["max_tokens"] = max_tokens;
   o["ignore_eos"] = true;
   o["temperature"] = 0.0;
+  for (const auto& field : sampling) o[field.key()] = field.value();
   return boost::json::serialize(o);
 }
 
 // Runs the prompts concurrently (one reader thread each) and returns their traces.
 std::vector<RequestTrace> run_batch(const aph_engine_api* api,
                                     const std::vector<std::vector<int32_t>>& prompts,
-                                    int max_tokens) {
+                                    int max_tokens, const boost::json::object& sampling) {
   std::vector<RequestTrace> traces(prompts.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < prompts.size(); ++i) {
     threads.emplace_back([&, i] {
       RequestTrace& t = traces[i];
-      const std::string json = request_json(prompts[i], max_tokens);
+      const std::string json = request_json(prompts[i], max_tokens, sampling);
       aph_error err{};
       err.size = sizeof err;
       aph_request* req = nullptr;
@@ -200,7 +204,11 @@ int run_model(const Args& args) {
               kv.c_str());
 
   // Warm-up: first-use allocations and kernel selection stay out of the figures.
-  run_batch(api, {random_prompt(64, 1, info.vocab_size)}, 8);
+  const std::string sampling_text = args.get("sampling", "{}");
+  const boost::json::value sampling_value = boost::json::parse(sampling_text);
+  if (!sampling_value.is_object()) throw aph::invalid_argument("--sampling: expected a JSON object");
+  const boost::json::object& sampling = sampling_value.as_object();
+  run_batch(api, {random_prompt(64, 1, info.vocab_size)}, 8, sampling);
 
   std::stringstream cases(
       args.get("cases", "decode512,prefill512,ctx8k,batch8,batch32,batch64,batch128"));
@@ -209,13 +217,13 @@ int run_model(const Args& args) {
   while (std::getline(cases, name, ',')) {
     if (name == "decode512" || name == "ctx8k") {
       const int prompt = name == "ctx8k" ? static_cast<int>(cfg.max_model_len) - 256 - 8 : 512;
-      auto traces = run_batch(api, {random_prompt(prompt, seed++, info.vocab_size)}, 256);
+      auto traces = run_batch(api, {random_prompt(prompt, seed++, info.vocab_size)}, 256, sampling);
       const double r = decode_rate(traces);
       result(label, name, r, bw_util(r, 1, prompt + 128));
     } else if (name == "prefill512") {
       double best = 0;
       for (int i = 0; i < 3; ++i) {
-        auto traces = run_batch(api, {random_prompt(512, seed++, info.vocab_size)}, 1);
+        auto traces = run_batch(api, {random_prompt(512, seed++, info.vocab_size)}, 1, sampling);
         const double s = std::chrono::duration<double>(traces[0].token_events.front().first -
                                                        traces[0].submitted)
                              .count();
@@ -226,7 +234,7 @@ int run_model(const Args& args) {
       const int n = std::stoi(name.substr(5));
       std::vector<std::vector<int32_t>> prompts;
       for (int i = 0; i < n; ++i) prompts.push_back(random_prompt(256, seed++, info.vocab_size));
-      auto traces = run_batch(api, prompts, 128);
+      auto traces = run_batch(api, prompts, 128, sampling);
       const double r = decode_rate(traces);
       result(label, name, r, bw_util(r, n, 256 + 64) + ", " + mm_util(r));
     } else {

@@ -21,41 +21,62 @@ __device__ double block_sum_i(int64_t v) { return block_sum(static_cast<double>(
 // passes over the row instead of one per bit. Scanning each pass's 256-bin
 // histogram from the top, the bin where the running weight first reaches the
 // target holds K; the next pass looks only inside it.
+//
+// Logits crowd into a handful of top digits, so shared-memory atomics on one
+// histogram would serialize (and double atomics there are CAS loops). Instead
+// each warp keeps its own histogram and pools the lanes that share a bin: one
+// warp sum and one plain store per distinct bin per 32 tokens.
+constexpr int kRadixWarps = kThreads / 32;
+
 template <typename Weight>
 __device__ uint32_t radix_boundary(const float* x, int64_t vocab, Weight weight, double target) {
-  __shared__ double hist[256];
+  __shared__ double hist[kRadixWarps][256];
   __shared__ uint32_t s_prefix;
   __shared__ double s_above;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   uint32_t prefix = 0;
   double above = 0;  // weight of the keys above the current prefix's range
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+    for (int i = threadIdx.x; i < kRadixWarps * 256; i += blockDim.x) (&hist[0][0])[i] = 0;
     __syncthreads();
     const uint32_t high = shift == 24 ? 0u : (0xFFFFFFFFu << (shift + 8));
-    // Consecutive elements of a thread often share a bin (the top digits of
-    // nearby logits agree): add a run at once rather than per element, which
-    // keeps shared-memory atomics off one hot address.
-    int run_bin = -1;
-    double run = 0;
-    for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-      const uint32_t key = order_key(x[i]);
-      if ((key & high) != prefix) continue;
-      const int bin = static_cast<int>((key >> shift) & 0xFFu);
-      if (bin != run_bin) {
-        if (run_bin >= 0) atomicAdd(&hist[run_bin], run);
-        run_bin = bin;
-        run = 0;
+    // Every lane of a warp runs the same iterations, so the warp can vote.
+    for (int64_t base = static_cast<int64_t>(warp) * 32; base < vocab; base += blockDim.x) {
+      const int64_t i = base + lane;
+      bool pending = false;
+      int bin = 0;
+      double w = 0;
+      if (i < vocab) {
+        const uint32_t key = order_key(x[i]);
+        if ((key & high) == prefix) {
+          pending = true;
+          bin = static_cast<int>((key >> shift) & 0xFFu);
+          w = weight(i);
+        }
       }
-      run += weight(i);
+      for (unsigned mask = __ballot_sync(0xffffffffu, pending); mask != 0;
+           mask = __ballot_sync(0xffffffffu, pending)) {
+        const int leader = __ffs(mask) - 1;
+        const int b = __shfl_sync(0xffffffffu, bin, leader);
+        const bool mine = pending && bin == b;
+        const double sum = warp_reduce(mine ? w : 0.0, SumOp{});
+        if (lane == leader) hist[warp][b] += sum;
+        pending = pending && !mine;
+      }
     }
-    if (run_bin >= 0) atomicAdd(&hist[run_bin], run);
+    __syncthreads();
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) {
+      double t = 0;
+      for (int w = 0; w < kRadixWarps; ++w) t += hist[w][b];
+      hist[0][b] = t;  // each thread writes only the column it read
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
       double cum = above;
       int b = 255;
       for (; b > 0; --b) {
-        if (cum + hist[b] >= target) break;
-        cum += hist[b];
+        if (cum + hist[0][b] >= target) break;
+        cum += hist[0][b];
       }
       s_prefix = prefix | (static_cast<uint32_t>(b) << shift);
       s_above = cum;
@@ -140,10 +161,14 @@ __global__ void xtc_kernel(LogitsView logits, const int32_t* row_index, const fl
   const double thr = thresholds[blockIdx.x];
   const float m = row_max(x, logits.vocab);
   const double z = row_partition(x, logits.vocab, m);
+  // p = exp(x - m) / z >= thr  <=>  x - m >= log(thr * z): one exp-free
+  // comparison per token instead of an exp in each of the two passes below.
+  const double cut = log(thr * z);
+  auto above_cut = [&](float v) { return static_cast<double>(v) - m >= cut; };
   int64_t above = 0;
   float lowest = FLT_MAX;
   for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
-    if (exp(static_cast<double>(x[i]) - m) / z >= thr) {
+    if (above_cut(x[i])) {
       ++above;
       lowest = fminf(lowest, x[i]);
     }
@@ -152,7 +177,7 @@ __global__ void xtc_kernel(LogitsView logits, const int32_t* row_index, const fl
   lowest = block_reduce(lowest, MinOp{}, FLT_MAX);
   if (total < 2) return;
   for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
-    if (exp(static_cast<double>(x[i]) - m) / z >= thr && x[i] > lowest) x[i] = -INFINITY;
+    if (above_cut(x[i]) && x[i] > lowest) x[i] = -INFINITY;
   }
 }
 

@@ -1,7 +1,8 @@
 // The CPU model path (fp32) against reference logits and greedy
-// continuations: fixtures/numpy from numpy_llama.py, and fixtures/hf and
-// fixtures/hf_gguf from HF transformers once make_reference.py has run on the
-// GPU machine. Logits within 1e-3 relative; greedy identical (fp32 against a
+// continuations: fixtures/numpy from numpy_llama.py, fixtures/hf from HF
+// transformers 5.17 (make_reference.py, run on the GPU machine: every model
+// shape of numpy_llama.MODELS built, saved and run by transformers itself), and
+// fixtures/hf_gguf when make_reference.py --gguf has run. Logits within 1e-3 relative; greedy identical (fp32 against a
 // float64 reference: only an exact tie may flip).
 #include "tests/oracle/model/check_fixture.hpp"
 
@@ -22,6 +23,14 @@ TEST_P(ModelOracleCpu, LogitsAndGreedyMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelOracleCpu, ::testing::ValuesIn(aph::oracle::fixture_dirs()),
                          aph::oracle::fixture_test_name);
 
-TEST(ModelOracleCpu, NumpyFixturesExist) { EXPECT_GE(aph::oracle::fixture_dirs().size(), 12u); }
+TEST(ModelOracleCpu, NumpyAndTransformersFixturesExist) {
+  size_t numpy = 0, hf = 0;
+  for (const std::string& d : aph::oracle::fixture_dirs()) {
+    numpy += d.find("/numpy/") != std::string::npos;
+    hf += d.find("/hf/") != std::string::npos;
+  }
+  EXPECT_GE(numpy, 12u);
+  EXPECT_GE(hf, 12u);
+}
 
 }  // namespace

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What the sampler chain costs a single stream, on the GPU machine: batch-1
+# decode of a random-weight model (default: the Llama-3-8B shape, bf16) with
+# greedy selection, with the default chain's samplers (DRY, penalties, XTC,
+# min-p, temperature), and with every stage that runs beside the others
+# (mirostat replaces selection, so it is left out). Issue 7's bound: <= 5 %
+# slower than greedy.
+#
+#   bash bench/samplers/price_chain.sh [MODEL_DIR_OR_GGUF]
+#
+# Binaries from build-device/ (scripts/device-build.sh) unless APH_BIN_DIR and
+# APH_PLUGIN_DIR say otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${APH_BIN_DIR:-build-device/bin}
+PLUGINS=${APH_PLUGIN_DIR:-build-device/plugins}
+MODEL=${1:-/tmp/aph-models/8b-bf16}
+if [ ! -e "$MODEL/config.json" ] && [ ! -f "$MODEL" ]; then
+  python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out "$MODEL" >&2
+fi
+DEFAULT_CHAIN='{"dry_multiplier":0.8,"dry_base":1.75,"dry_allowed_length":2,"repetition_penalty":1.1,
+ "frequency_penalty":0.1,"presence_penalty":0.1,"xtc_threshold":0.1,"xtc_probability":1.0,"min_p":0.05,
+ "temperature":0.8,"seed":1}'
+EVERY_STAGE='{"dry_multiplier":0.8,"repetition_penalty":1.1,"frequency_penalty":0.1,"presence_penalty":0.1,
+ "rep_pen_range":1024,"no_repeat_ngram_size":4,"temperature":0.9,"dynatemp_min":0.5,"dynatemp_max":1.5,
+ "nsigma":3.0,"top_k":100,"top_p":0.95,"top_a":0.05,"min_p":0.02,"tfs":0.98,"eta_cutoff":3.0,
+ "epsilon_cutoff":3.0,"typical_p":0.98,"smoothing_factor":0.2,"skew":0.1,"xtc_threshold":0.1,
+ "xtc_probability":0.5,"seed":1}'
+run() {  # label sampling-json
+  "$BIN/aph_bench_engine" --model "$MODEL" --label "$1" --cases decode512 --plugins "$PLUGINS" \
+    --sampling "$2" | awk -F'\t' '$1=="RESULT"{print $4}' || echo 0
+}
+greedy=$(run greedy '{}')
+chain=$(run default-chain "$DEFAULT_CHAIN")
+every=$(run every-stage "$EVERY_STAGE")
+awk -v g="$greedy" -v c="$chain" -v e="$every" 'BEGIN {
+  printf "batch-1 decode, tok/s: greedy %.1f | default chain %.1f (%+.1f%%) | every stage %.1f (%+.1f%%)  (bound: >= -5%%)\n",
+    g, c, 100 * (c / g - 1), e, 100 * (e / g - 1) }'

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/attention/fp8.hpp"
-#include "core/attention/thread_pool.hpp"
+#include "core/common/thread_pool.hpp"
 #include "core/common/error.hpp"
 #include "core/common/half.hpp"
 
@@ -116,7 +116,7 @@ void write_kv_cache_cpu(const PagedAttentionArgs& a) {
   const auto* v = static_cast<const float*>(a.v);
   auto* kc = static_cast<uint8_t*>(a.k_cache);
   auto* vc = static_cast<uint8_t*>(a.v_cache);
-  ThreadPool::shared().parallel_for(a.n_tokens, [&](int64_t t) {
+  aph::ThreadPool::shared().parallel_items(a.n_tokens, [&](int64_t t) {
     int64_t slot = a.slot_mapping[t];
     if (slot < 0) return;  // padding token: nothing to store
     size_t off = static_cast<size_t>(slot) * row * esz;
@@ -160,7 +160,7 @@ void attention_cpu(const PagedAttentionArgs& a) {
   const float v_scale = is_fp8(L.dtype) ? a.v_scale : 1.0f;
   const auto* q = static_cast<const float*>(a.q);
   auto* out = static_cast<float*>(a.out);
-  ThreadPool::shared().parallel_for(static_cast<int64_t>(items.size()), [&](int64_t idx) {
+  aph::ThreadPool::shared().parallel_items(static_cast<int64_t>(items.size()), [&](int64_t idx) {
     const WorkItem& w = items[idx];
     const int32_t q_start = a.query_start[w.seq];
     const int32_t q_len = a.query_start[w.seq + 1] - q_start;

@@ -1,6 +1,11 @@
 #include "core/common/thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace aph {
 
@@ -8,6 +13,31 @@ namespace {
 // Set while this thread runs a chunk, so a nested parallel_for runs inline
 // instead of waiting on the pool it occupies.
 thread_local bool t_in_task = false;
+
+// How long a thread spins before it sleeps: longer than the gap between two
+// parallel calls of a decode step, short enough that an idle pool costs
+// nothing measurable.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until done() or kSpin has passed; true when done() held.
+template <typename Done>
+bool spin_until(Done&& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    // Reading the clock costs more than a pause: look at it now and then.
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return done();
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -23,7 +53,7 @@ ThreadPool& ThreadPool::shared() {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -50,16 +80,20 @@ void ThreadPool::run_chunks(int slot) {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto published = [&] { return stop_.load(std::memory_order_acquire) ||
+                                  generation_.load(std::memory_order_acquire) != seen; };
+    if (!spin_until(published)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      wake_.wait(lock, published);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     run_chunks(index);
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller may be asleep on done_: take the lock so the wake-up
+      // cannot slip in between its check and its wait.
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_.notify_one();
+      done_.notify_one();
     }
   }
 }
@@ -79,20 +113,33 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     n_ = n;
     chunks_ = chunks;
     chunk_ = (n + chunks - 1) / chunks;
-    pending_ = static_cast<int>(workers_.size());
     error_ = nullptr;
-    ++generation_;
+    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);  // publishes the fields above
   }
   wake_.notify_all();
   run_chunks(0);
+  auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(finished)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, finished);
+  }
   std::exception_ptr error;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    std::lock_guard<std::mutex> lock(mu_);
     job_ = nullptr;
     error = error_;
   }
   if (error) std::rethrow_exception(error);
+}
+
+void ThreadPool::parallel_items(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  std::atomic<int64_t> next{0};
+  // One chunk per thread; each takes items until none are left.
+  parallel_for(std::min<int64_t>(n, size()), 1, [&](int64_t, int64_t) {
+    for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+  });
 }
 
 }  // namespace aph

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -16,8 +17,15 @@ thread_local bool t_in_task = false;
 
 // How long a thread spins before it sleeps: longer than the gap between two
 // parallel calls of a decode step, short enough that an idle pool costs
-// nothing measurable.
-constexpr auto kSpin = std::chrono::microseconds(200);
+// nothing measurable. APH_CPU_SPIN_US overrides it (0: sleep at once, for
+// machines whose cores are shared with other work).
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds t = [] {
+    const char* v = std::getenv("APH_CPU_SPIN_US");
+    return std::chrono::microseconds(v != nullptr ? std::strtol(v, nullptr, 10) : 200);
+  }();
+  return t;
+}
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -30,7 +38,7 @@ void cpu_relax() {
 // Spins until done() or kSpin has passed; true when done() held.
 template <typename Done>
 bool spin_until(Done&& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  const auto deadline = std::chrono::steady_clock::now() + spin_time();
   for (int i = 0;; ++i) {
     if (done()) return true;
     cpu_relax();

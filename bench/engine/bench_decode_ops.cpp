@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,21 +46,8 @@ Tensor weights(int64_t n, int64_t k) {
 }
 
 // Mean milliseconds of body() over `iters` runs after one warm-up.
-template <typename Body>
-double time_ms(cudaStream_t s, int iters, Body&& body) {
-  cudaEvent_t a, b;
-  cuda_ok(cudaEventCreate(&a), "cudaEventCreate");
-  cuda_ok(cudaEventCreate(&b), "cudaEventCreate");
-  body();
-  cuda_ok(cudaEventRecord(a, s), "cudaEventRecord");
-  for (int i = 0; i < iters; ++i) body();
-  cuda_ok(cudaEventRecord(b, s), "cudaEventRecord");
-  cuda_ok(cudaEventSynchronize(b), "cudaEventSynchronize");
-  float ms = 0;
-  cuda_ok(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms / iters;
+double time_ms(cudaStream_t s, int iters, const std::function<void()>& body) {
+  return aph::bench::time_stream_ms(s, iters, body) / iters;
 }
 
 void cublas_gemv(cublasHandle_t h, const Tensor& x, const Tensor& w, Tensor& y) {

@@ -25,7 +25,10 @@ void cublas_ok(cublasStatus_t s, const char* what) {
     throw Error(APH_ERR_DEVICE, std::string(what) + ": cuBLAS status " + std::to_string(s));
 }
 
-double time_ms(cudaStream_t stream, int iters, auto&& body) {
+}  // namespace
+
+double time_stream_ms(void* stream_handle, int iters, const std::function<void()>& body) {
+  auto stream = static_cast<cudaStream_t>(stream_handle);
   cudaEvent_t a, b;
   cuda_ok(cudaEventCreate(&a), "cudaEventCreate");
   cuda_ok(cudaEventCreate(&b), "cudaEventCreate");
@@ -41,8 +44,6 @@ double time_ms(cudaStream_t stream, int iters, auto&& body) {
   return ms;
 }
 
-}  // namespace
-
 Ceilings measure_ceilings() {
   Ceilings c;
   cuda_ok(cudaSetDevice(0), "cudaSetDevice");
@@ -56,7 +57,7 @@ Ceilings measure_ceilings() {
   cuda_ok(cudaMalloc(&dst, bytes), "cudaMalloc");
   cuda_ok(cudaMemsetAsync(src, 1, bytes, stream), "cudaMemset");
   const int copies = 20;
-  const double copy_ms = time_ms(stream, copies, [&] {
+  const double copy_ms = time_stream_ms(stream, copies, [&] {
     cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
   });
   c.copy_bytes_per_s = 2.0 * bytes * copies / (copy_ms / 1e3);
@@ -77,7 +78,7 @@ Ceilings measure_ceilings() {
   cublas_ok(cublasSetStream(handle, stream), "cublasSetStream");
   const float alpha = 1.0f, beta = 0.0f;
   const int gemms = 20;
-  const double gemm_ms = time_ms(stream, gemms, [&] {
+  const double gemm_ms = time_stream_ms(stream, gemms, [&] {
     cublas_ok(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, CUDA_R_16BF, n, b,
                            CUDA_R_16BF, n, &beta, d, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
                            CUBLAS_GEMM_DEFAULT),

@@ -55,6 +55,10 @@ __global__ void quantize_act_kernel(const T* x, int64_t nblocks, int8_t* xq, flo
 }
 
 constexpr int kWarpsPerBlock = 4;
+// Chunks each lane decodes before it does any math: at batch 1 the kernel is
+// bound by how many weight bytes are in flight, and a 4096-wide Q4_K row is
+// only 4 chunks per lane, so the whole row is requested at once.
+constexpr int kMatvecDepth = 4;
 
 // One warp per output row; lanes stride over the row's 32-element chunks.
 // MT is the batch capacity (1 or 8); m <= MT rows of x are live.
@@ -73,27 +77,35 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   float acc[MT];
 #pragma unroll
   for (int i = 0; i < MT; ++i) acc[i] = 0.0f;
-#pragma unroll 2
-  for (int64_t c = lane; c < chunks; c += 32) {
-    Chunk ch;
-    D::chunk(wrow + (c / kChunksPerBlock) * D::kStride, static_cast<int>(c % kChunksPerBlock), ch);
+  for (int64_t c0 = lane; c0 < chunks; c0 += 32 * kMatvecDepth) {
+    Chunk ch[kMatvecDepth];
 #pragma unroll
-    for (int i = 0; i < MT; ++i) {
-      if (i < m) {
-        const int4* xv = reinterpret_cast<const int4*>(xq + i * k + c * 32);
-        const int4 x0 = __ldg(xv), x1 = __ldg(xv + 1);
-        int s0 = __dp4a(ch.q[0], x0.x, 0);
-        s0 = __dp4a(ch.q[1], x0.y, s0);
-        s0 = __dp4a(ch.q[2], x0.z, s0);
-        s0 = __dp4a(ch.q[3], x0.w, s0);
-        int s1 = __dp4a(ch.q[4], x1.x, 0);
-        s1 = __dp4a(ch.q[5], x1.y, s1);
-        s1 = __dp4a(ch.q[6], x1.z, s1);
-        s1 = __dp4a(ch.q[7], x1.w, s1);
-        const float d = __ldg(xd + i * chunks + c);
-        const float2 sx = __ldg(reinterpret_cast<const float2*>(xs + i * 2 * chunks + 2 * c));
-        acc[i] += d * (ch.a[0] * static_cast<float>(s0) + ch.a[1] * static_cast<float>(s1)) +
-                  ch.b[0] * sx.x + ch.b[1] * sx.y;
+    for (int u = 0; u < kMatvecDepth; ++u) {
+      const int64_t c = c0 + 32 * u;
+      if (c < chunks) D::chunk(wrow + (c / kChunksPerBlock) * D::kStride, static_cast<int>(c % kChunksPerBlock), ch[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kMatvecDepth; ++u) {
+      const int64_t c = c0 + 32 * u;
+      if (c >= chunks) break;
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        if (i < m) {
+          const int4* xv = reinterpret_cast<const int4*>(xq + i * k + c * 32);
+          const int4 x0 = __ldg(xv), x1 = __ldg(xv + 1);
+          int s0 = __dp4a(ch[u].q[0], x0.x, 0);
+          s0 = __dp4a(ch[u].q[1], x0.y, s0);
+          s0 = __dp4a(ch[u].q[2], x0.z, s0);
+          s0 = __dp4a(ch[u].q[3], x0.w, s0);
+          int s1 = __dp4a(ch[u].q[4], x1.x, 0);
+          s1 = __dp4a(ch[u].q[5], x1.y, s1);
+          s1 = __dp4a(ch[u].q[6], x1.z, s1);
+          s1 = __dp4a(ch[u].q[7], x1.w, s1);
+          const float d = __ldg(xd + i * chunks + c);
+          const float2 sx = __ldg(reinterpret_cast<const float2*>(xs + i * 2 * chunks + 2 * c));
+          acc[i] += d * (ch[u].a[0] * static_cast<float>(s0) + ch[u].a[1] * static_cast<float>(s1)) +
+                    ch[u].b[0] * sx.x + ch[u].b[1] * sx.y;
+        }
       }
     }
   }

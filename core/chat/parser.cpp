@@ -624,6 +624,8 @@ class Parser {
       }
       if (is_op("]")) break;
       if (is_op(",") && !is_slice) {
+        // `x[, a]` and `x[a,, b]` have an empty element: an error, not a null node.
+        if (!parts[0]) fail_unexpected("an index before ','");
         advance();
         tuple_items.push_back(std::move(parts[0]));
         continue;
@@ -632,6 +634,7 @@ class Parser {
       parts[part] = parse_expression(true);
     }
     advance();
+    if (is_slice && !tuple_items.empty()) throw_template_error(pos, "a slice inside a tuple index is not supported");
     if (is_slice) {
       auto e = make(ExprKind::Slice, pos);
       e->object = std::move(node);

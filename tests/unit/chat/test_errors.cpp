@@ -47,6 +47,15 @@ TEST(ChatErrors, SyntaxErrorsNameLineAndColumn) {
   EXPECT_TRUE(contains(e, "never closed")) << e;
 }
 
+// Found by fuzz_chat_template: an empty element in a tuple index left a null
+// node in the tree, which the renderer then dereferenced.
+TEST(ChatErrors, EmptyTupleIndexElementsAreSyntaxErrors) {
+  EXPECT_TRUE(contains(error_of("{{ x[, 1] }}", R"({"x": {}})"), "an index before ','"));
+  EXPECT_TRUE(contains(error_of("{{ x[1,, 2] }}", R"({"x": {}})"), "an index before ','"));
+  EXPECT_TRUE(contains(error_of("{{ x[1, :2] }}", R"({"x": [1]})"), "slice inside a tuple index"));
+  EXPECT_EQ(render("{{ d[1, 2] }}|{{ d[3,] }}", R"({"d": {}})"), "|");
+}
+
 TEST(ChatErrors, RaiseExceptionCarriesTheTemplatesMessage) {
   std::string e = error_of("\n  {{ raise_exception('Conversation roles must alternate') }}");
   EXPECT_TRUE(contains(e, "line 2, column")) << e;

@@ -225,6 +225,11 @@ Parsed parse_one(const uint8_t* data, size_t size, const std::string& file, uint
   }
 
   uint64_t data_start = align_up(r.pos(), p.alignment);
+  // A file cut inside the padding before its data section: even an empty
+  // tensor would point past the end.
+  if (!p.tensors.empty() && data_start > size)
+    throw bad(file, "the file ends at byte " + std::to_string(size) + ", before its data section (byte " +
+                        std::to_string(data_start) + ")");
   uint64_t data_size = data_start <= size ? size - data_start : 0;
   std::vector<const TensorInfo*> by_offset;
   for (auto& t : p.tensors) {

@@ -129,6 +129,21 @@ TEST(GgufContainer, EveryTruncationIsAnError) {
   EXPECT_EQ(parse_error(exact), "");
 }
 
+// Found by fuzz_gguf_container: a file cut inside the padding before its data
+// section, whose only tensor is empty, parsed with the tensor pointing past
+// the end of the buffer.
+TEST(GgufContainer, FileCutBeforeItsDataSectionIsAnError) {
+  GgufWriter w(64);
+  w.add_kv("general.architecture", {kVString, kVU8}, "llama");
+  w.add_tensor("empty", kF32, {0});
+  const auto bytes = w.to_bytes({{}});
+  ASSERT_EQ(bytes.size() % 64, 0u);
+  EXPECT_EQ(parse_error(bytes), "");
+  std::vector<uint8_t> cut(bytes.begin(), bytes.end() - 1);
+  const std::string msg = parse_error(cut);
+  EXPECT_NE(msg.find("before its data section"), std::string::npos) << msg;
+}
+
 TEST(GgufContainer, LyingHeadersAreErrorsNamingTheCulprit) {
   Sample s;
   const auto good = s.bytes();

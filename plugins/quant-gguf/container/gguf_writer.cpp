@@ -132,7 +132,8 @@ std::vector<uint8_t> GgufWriter::to_bytes(const std::vector<std::vector<uint8_t>
       throw invalid_argument("GGUF writer: tensor '" + tensors_[i].name + "' has " +
                              std::to_string(data[i].size()) + " bytes, expected " +
                              std::to_string(tensors_[i].nbytes));
-    std::memcpy(out.data() + base + tensors_[i].offset, data[i].data(), data[i].size());
+    // An empty tensor's vector may hold no buffer at all (memcpy from null is UB).
+    if (!data[i].empty()) std::memcpy(out.data() + base + tensors_[i].offset, data[i].data(), data[i].size());
   }
   return out;
 }

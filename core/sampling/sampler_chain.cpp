@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -155,8 +156,13 @@ std::vector<int32_t> ChainImpl::listed_stages(const boost::json::value& v, const
     std::vector<int32_t> found;
     if (e.is_string()) {
       found = order_->by_name(std::string(e.get_string()), field);
-    } else if (e.is_int64() || e.is_uint64()) {
-      found = order_->by_kobold_id(e.to_number<int64_t>(), field);
+    } else if (e.is_int64()) {
+      found = order_->by_kobold_id(e.get_int64(), field);
+    } else if (e.is_uint64()) {
+      // Above INT64_MAX: no such id (to_number would throw a non-aph error).
+      if (e.get_uint64() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        throw invalid_argument(field + ": sampler id " + std::to_string(e.get_uint64()) + " is not a known id");
+      found = order_->by_kobold_id(static_cast<int64_t>(e.get_uint64()), field);
     } else {
       throw invalid_argument(field + ": expected an array of sampler names or ids");
     }
@@ -187,7 +193,9 @@ std::unique_ptr<RequestSampling> ChainImpl::prepare(const boost::json::object& r
   if (lp.is_bool()) {
     out->logprobs_ = lp.get_bool() ? static_cast<int32_t>(top) : -1;
   } else if (lp.is_int64() || lp.is_uint64()) {
-    const int64_t n = lp.to_number<int64_t>();
+    const int64_t n = lp.is_int64() ? lp.get_int64()
+                                    : static_cast<int64_t>(std::min<uint64_t>(
+                                          lp.get_uint64(), std::numeric_limits<int64_t>::max()));
     if (n < 0 || n > options_.max_logprobs) {
       throw invalid_argument("logprobs: " + std::to_string(n) + " is outside [0, " +
                              std::to_string(options_.max_logprobs) + "]");

@@ -184,8 +184,8 @@ ModelConfig parse_model_config(const json::object& o, const std::string& source)
   if (const json::value* e = find(o, "eos_token_id")) {
     if (e->is_array()) {
       for (const auto& id : e->as_array()) {
-        if (!id.is_int64() && !id.is_uint64()) throw invalid_argument(source + ": field 'eos_token_id' must hold integers");
-        c.eos_token_ids.push_back(id.to_number<int64_t>());
+        if (!id.is_int64()) throw invalid_argument(source + ": field 'eos_token_id' must hold integers in int64 range");
+        c.eos_token_ids.push_back(id.get_int64());
       }
     } else {
       c.eos_token_ids.push_back(get_int(o, "eos_token_id", -1, source));

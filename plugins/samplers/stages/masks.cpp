@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "plugins/samplers/cpu_math.hpp"
 
@@ -12,6 +13,19 @@
 
 
 namespace aph::samplers {
+
+// A JSON token id as an integer: doubles with a fraction and integers beyond
+// int64 are errors naming the field (Boost.JSON's to_number would throw a
+// non-aph exception for them).
+static int64_t json_token_id(const boost::json::value& v, const char* field) {
+  if (v.is_int64()) return v.get_int64();
+  if (v.is_uint64() && v.get_uint64() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return static_cast<int64_t>(v.get_uint64());
+  if (v.is_double() && std::isfinite(v.get_double()) && std::floor(v.get_double()) == v.get_double() &&
+      std::fabs(v.get_double()) < 9.0e15)
+    return static_cast<int64_t>(v.get_double());
+  throw invalid_argument(std::string(field) + ": " + boost::json::serialize(v) + " is not a token id");
+}
 
 int32_t checked_token_id(int64_t id, const char* field, const PluginState& st) {
   std::shared_ptr<const Vocab> vocab = st.vocab();
@@ -106,7 +120,7 @@ std::unique_ptr<LogitBiasStage::Params> LogitBiasStage::create(const Request& r,
       if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_number()) {
         throw invalid_argument("logit_bias: expected an object or [[id, bias], ...]");
       }
-      add(e.as_array()[0].to_number<int64_t>(), e.as_array()[1]);
+      add(json_token_id(e.as_array()[0], "logit_bias"), e.as_array()[1]);
     }
   } else {
     throw invalid_argument("logit_bias: expected an object mapping token ids to numbers");
@@ -161,7 +175,7 @@ void collect_ids(const boost::json::value* v, const char* field, const PluginSta
   for (const auto& e : v->as_array()) {
     if (e.is_string()) continue;  // a phrase: the banned_strings stage handles it
     if (!e.is_int64() && !e.is_uint64()) throw invalid_argument(std::string(field) + ": expected token ids");
-    out.push_back(checked_token_id(e.to_number<int64_t>(), field, st));
+    out.push_back(checked_token_id(json_token_id(e, field), field, st));
   }
 }
 }  // namespace

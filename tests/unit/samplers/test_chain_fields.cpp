@@ -38,6 +38,13 @@ TEST(ChainFields, BadValuesNameTheField) {
   EXPECT_EQ(error_of(h, R"({"dry_sequence_breakers": 5})").rfind("dry_sequence_breakers:", 0), 0u);
   EXPECT_EQ(error_of(h, R"({"sampler_priority": ["min_p", "nonsense"]})").rfind("sampler_priority:", 0), 0u);
   EXPECT_EQ(error_of(h, R"({"sampler_order": [6, 0, 99]})").rfind("sampler_order:", 0), 0u);
+  // Numbers past int64 or with a fraction are field errors, not a Boost.JSON
+  // exception escaping (found by fuzz_sampler_request).
+  EXPECT_EQ(error_of(h, R"({"kobold_sampler_order": [6, 0, 18446744073709551615]})").rfind("kobold_sampler_order:", 0), 0u);
+  EXPECT_EQ(error_of(h, R"({"logprobs": 18446744073709551615})").rfind("logprobs:", 0), 0u);
+  EXPECT_EQ(error_of(h, R"({"logit_bias": [[1.5, 2]]})").rfind("logit_bias:", 0), 0u);
+  EXPECT_EQ(error_of(h, R"({"logit_bias": [[18446744073709551615, 2]]})").rfind("logit_bias:", 0), 0u);
+  EXPECT_EQ(error_of(h, R"({"allowed_token_ids": [1, 18446744073709551615]})").rfind("allowed_token_ids:", 0), 0u);
 }
 
 TEST(ChainFields, SillyTavernDefaultBodyIsAccepted) {

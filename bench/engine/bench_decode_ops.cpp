@@ -169,15 +169,4 @@ int run(double copy_gbps) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    double copy_gbps = 0;
-    for (int i = 1; i + 1 < argc; ++i)
-      if (std::string(argv[i]) == "--copy-gbps") copy_gbps = std::stod(argv[i + 1]);
-    if (copy_gbps <= 0) copy_gbps = aph::bench::measure_ceilings().copy_bytes_per_s / 1e9;
-    return run(copy_gbps);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "aph_bench_decode_ops: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return aph::bench::bench_main(argc, argv, "aph_bench_decode_ops", run); }

@@ -1,5 +1,6 @@
 #include "ceilings.hpp"
 
+#include <cstdio>
 #include <string>
 
 #include "core/common/error.hpp"
@@ -95,5 +96,18 @@ Ceilings measure_ceilings() {
 #else
 Ceilings measure_ceilings() { return {}; }
 #endif
+
+int bench_main(int argc, char** argv, const char* name, const std::function<int(double)>& run) {
+  try {
+    double copy_gbps = 0;
+    for (int i = 1; i + 1 < argc; ++i)
+      if (std::string(argv[i]) == "--copy-gbps") copy_gbps = std::stod(argv[i + 1]);
+    if (copy_gbps <= 0) copy_gbps = measure_ceilings().copy_bytes_per_s / 1e9;
+    return run(copy_gbps);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+}
 
 }  // namespace aph::bench

@@ -14,6 +14,11 @@ struct Ceilings {
 // Runs on device 0 for a few seconds. Throws aph::Error on a CUDA failure.
 Ceilings measure_ceilings();
 
+// A micro-bench's main: the copy bandwidth in GB/s from `--copy-gbps X`, or
+// measured when absent; runs run(copy_gbps) and turns an exception into a
+// message on stderr and exit status 1.
+int bench_main(int argc, char** argv, const char* name, const std::function<int(double)>& run);
+
 // Milliseconds that `iters` runs of body() take on the CUDA stream (events
 // around them), after one warm-up run. Only in builds with CUDA.
 double time_stream_ms(void* stream, int iters, const std::function<void()>& body);

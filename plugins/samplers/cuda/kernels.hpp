@@ -4,6 +4,7 @@
 // go to `stream`. Errors come back as a message (empty = launched).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -97,5 +98,47 @@ struct SampleRow {
 
 // Writes chosen[row] for rows whose chosen is still -1.
 std::string launch_sample(LogitsView logits, int32_t n, const SampleRow* rows, int32_t* chosen, void* stream);
+
+// ---- stages over sorted rows (tail-free, skew, mirostat) --------------------
+
+// Active rows sorted by descending logit, ties by ascending id (the CPU's
+// std::stable_sort order): row r of a chunk is logits[r * vocab, (r+1) * vocab)
+// with the token ids alongside. Device memory inside the sort scratch.
+struct SortedRows {
+  const float* logits;
+  const int32_t* ids;
+};
+
+// Device scratch bytes that sort_rows needs for `n` rows.
+size_t sort_rows_scratch(int32_t n, int64_t vocab);
+
+// Sorts the batch rows row_index[0, n) into `scratch` (at least
+// sort_rows_scratch(n, vocab) bytes); *sorted points into it on return.
+std::string sort_rows(LogitsView logits, int32_t n, const int32_t* row_index, void* scratch, size_t scratch_bytes,
+                      SortedRows* sorted, void* stream);
+
+// Tail-free sampling with z[r] < 1 on sorted rows (row r of `sorted` is batch
+// row row_index[r]).
+std::string launch_tail_free(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
+                             SortedRows sorted, void* stream);
+
+// Skew: rewrites every live logit as the log of the difference of the
+// powered sorted running sum, exponent[r] = exp(skew).
+std::string launch_skew(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
+                        SortedRows sorted, void* stream);
+
+struct MirostatRow {
+  int32_t row;
+  int32_t mode;  // 1 or 2
+  float tau, eta;
+  float* mu;      // device: this row's state, read and updated in place
+  int32_t fresh;  // mu was never written: start from 2 tau
+  uint64_t seed, step;
+};
+
+// Mirostat v1 / v2 on sorted rows: truncates, draws, writes chosen[row] and
+// the updated mu, for rows whose chosen is still -1 (others keep their mu).
+std::string launch_mirostat(LogitsView logits, int32_t n, const MirostatRow* rows, SortedRows sorted,
+                            int32_t* chosen, void* stream);
 
 }  // namespace aph::samplers::cuda

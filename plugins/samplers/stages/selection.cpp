@@ -5,6 +5,7 @@
 
 #include "plugins/samplers/cpu_math.hpp"
 #include "plugins/samplers/rng.hpp"
+#include "plugins/samplers/sorted_math.hpp"
 #include "plugins/samplers/stages/temperature.hpp"
 
 namespace aph::samplers {
@@ -57,6 +58,30 @@ void SampleStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) 
 
 // ---- mirostat ------------------------------------------------------------
 
+DeviceMu::~DeviceMu() {
+  for (auto& [seed, slot] : slots_) services_->device_free(services_->host, device_, slot.mu);
+}
+
+DeviceMu::Slot& DeviceMu::slot(const aph_host_services* services, int32_t device, uint64_t seed) {
+  auto it = slots_.find(seed);
+  if (it != slots_.end()) return it->second;
+  if (services == nullptr || services->device_alloc == nullptr) {
+    throw Error(APH_ERR_INTERNAL, "mirostat: no device_alloc host service");
+  }
+  if (!slots_.empty() && device != device_) throw invalid_argument("mirostat: a request moved between devices");
+  aph_error err{};
+  void* p = services->device_alloc(services->host, device, sizeof(float), &err);
+  if (p == nullptr) throw Error(APH_ERR_OUT_OF_MEMORY, std::string("mirostat mu: ") + err.message);
+  services_ = services;
+  device_ = device;
+  return slots_.emplace(seed, Slot{static_cast<float*>(p), true}).first->second;
+}
+
+const DeviceMu::Slot* DeviceMu::find(uint64_t seed) const {
+  auto it = slots_.find(seed);
+  return it == slots_.end() ? nullptr : &it->second;
+}
+
 std::span<const aph_sampler_field> MirostatStage::fields() {
   static const aph_sampler_field f[] = {
       field_int("mirostat_mode", 0, 0, 2, "0 = off, 1 = mirostat, 2 = mirostat 2.0"),
@@ -75,7 +100,7 @@ std::unique_ptr<MirostatStage::Params> MirostatStage::create(const Request& r, P
 }
 
 void MirostatStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) {
-  std::vector<double> probs;
+  std::vector<double> probs, top;
   for (const auto& r : rows) {
     if (*r.chosen >= 0) continue;
     Params& p = *r.params;
@@ -87,22 +112,9 @@ void MirostatStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
     if (live == 0) continue;
     int64_t keep = 1;
     if (p.mode == 1) {
-      // Estimate the Zipf exponent s from the top m = 100 probabilities,
-      // then the k that gives an expected surprise of mu.
-      const int64_t m = std::min<int64_t>(100, live);
-      double sum_tb = 0, sum_tt = 0;
-      for (int64_t i = 0; i + 1 < m; ++i) {
-        const double t = std::log(static_cast<double>(i + 2) / static_cast<double>(i + 1));
-        const double b = std::log(probs[idx[i]] / probs[idx[i + 1]]);
-        sum_tb += t * b;
-        sum_tt += t * t;
-      }
-      const double s_hat = sum_tt > 0 ? sum_tb / sum_tt : 1.0;
-      const double eps = s_hat - 1.0;
-      const double n = static_cast<double>(r.vocab);
-      double k = std::pow(eps * std::pow(2.0, mu) / (1.0 - std::pow(n, -eps)), 1.0 / s_hat);
-      if (!std::isfinite(k)) k = static_cast<double>(live);
-      keep = std::clamp<int64_t>(static_cast<int64_t>(std::llround(k)), 1, live);
+      top.resize(std::min(kMirostatZipfTop, live));
+      for (size_t i = 0; i < top.size(); ++i) top[i] = probs[idx[i]];
+      keep = mirostat_v1_keep(top.data(), static_cast<int64_t>(top.size()), r.vocab, live, mu);
     } else {
       // Tokens whose surprise -log2 p exceeds mu go; at least one stays.
       keep = 0;
@@ -116,14 +128,17 @@ void MirostatStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
     double kept_mass = 0;
     for (int64_t i = 0; i < keep; ++i) kept_mass += probs[idx[i]];
     const double observed = -std::log2(probs[t] / kept_mass);
-    mu -= p.eta * static_cast<float>(observed - p.tau);
+    mu = mirostat_next_mu(mu, p.eta, p.tau, observed);
   }
 }
 
 }  // namespace aph::samplers
 
 #ifdef APH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
 #include "plugins/samplers/cuda/device_params.hpp"
+#include "plugins/samplers/cuda/sorted_launch.hpp"
 
 namespace aph::samplers {
 
@@ -139,6 +154,41 @@ void SampleStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_st
   check_launch(cuda::launch_sample(logits_view(b), static_cast<int32_t>(rows.size()), d_rows,
                                    static_cast<int32_t*>(b.chosen.data), s),
                info.name);
+}
+
+void MirostatStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<int32_t> index;
+  std::vector<cuda::MirostatRow> rows;
+  std::vector<DeviceMu::Slot*> slots;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    auto* p = static_cast<Params*>(b.rows[i].params);
+    if (p == nullptr) continue;
+    DeviceMu::Slot& slot = p->device_mu.slot(st.services(), b.logits.device, b.rows[i].seed);
+    index.push_back(static_cast<int32_t>(i));
+    rows.push_back({static_cast<int32_t>(i), p->mode, p->tau, p->eta, slot.mu, slot.fresh ? 1 : 0, b.rows[i].seed,
+                    b.rows[i].step});
+    slots.push_back(&slot);
+  }
+  if (rows.empty()) return;
+  auto* d_index = upload(st, "mirostat.index", index, b, s);
+  auto* d_rows = upload(st, "mirostat.rows", rows, b, s);
+  auto* chosen = static_cast<int32_t*>(b.chosen.data);
+  for_sorted_chunks(st, info.name, b, d_index, static_cast<int32_t>(rows.size()), s,
+                    [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
+                      return cuda::launch_mirostat(logits_view(b), count, d_rows + first, sorted, chosen, s);
+                    });
+  // The kernels are queued and will write every slot, decided row or not.
+  for (DeviceMu::Slot* slot : slots) slot->fresh = false;
+}
+
+float MirostatStage::device_mu(const Params& p, uint64_t seed, aph_stream stream) {
+  const DeviceMu::Slot* slot = p.device_mu.find(seed);
+  if (slot == nullptr || slot->fresh) return 2.0f * p.tau;
+  float mu = 0;
+  cudaError_t e = cudaMemcpyAsync(&mu, slot->mu, sizeof(float), cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream));
+  if (e == cudaSuccess) e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess) throw Error(APH_ERR_DEVICE, std::string("mirostat: reading mu: ") + cudaGetErrorString(e));
+  return mu;
 }
 
 }  // namespace aph::samplers

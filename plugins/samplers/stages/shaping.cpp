@@ -5,6 +5,7 @@
 
 #include "plugins/samplers/cpu_math.hpp"
 #include "plugins/samplers/rng.hpp"
+#include "plugins/samplers/sorted_math.hpp"
 
 namespace aph::samplers {
 
@@ -92,14 +93,11 @@ void SkewStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) {
   for (const auto& r : rows) {
     softmax(r.logits, r.vocab, probs);
     std::vector<int32_t> idx = order_desc(r.logits, r.vocab);
-    double cum = 0, prev = 0;
+    double cum = 0;
     for (int32_t t : idx) {
       if (r.logits[t] == kNegInf) break;
       cum = std::min(1.0, cum + probs[t]);
-      const double c = std::pow(cum, r.params->exponent);
-      const double p = c - prev;
-      prev = c;
-      r.logits[t] = p > 0 ? static_cast<float>(std::log(p)) : kNegInf;
+      r.logits[t] = static_cast<float>(skew_log_prob(cum, probs[t], r.params->exponent));
     }
     // The most likely token keeps C^e > 0, so one token always survives.
   }
@@ -109,6 +107,7 @@ void SkewStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) {
 
 #ifdef APH_HAVE_CUDA
 #include "plugins/samplers/cuda/device_params.hpp"
+#include "plugins/samplers/cuda/sorted_launch.hpp"
 
 namespace aph::samplers {
 
@@ -142,6 +141,24 @@ void XtcStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_strea
   auto* d_rows = upload(st, "xtc.rows", rows, b, s);
   auto* d_thr = upload(st, "xtc.thresholds", thresholds, b, s);
   check_launch(cuda::launch_xtc(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, d_thr, s), info.name);
+}
+
+void SkewStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<int32_t> rows;
+  std::vector<double> exponents;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
+      rows.push_back(static_cast<int32_t>(i));
+      exponents.push_back(p->exponent);
+    }
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, "skew.rows", rows, b, s);
+  auto* d_exp = upload(st, "skew.exponents", exponents, b, s);
+  for_sorted_chunks(st, info.name, b, d_rows, static_cast<int32_t>(rows.size()), s,
+                    [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
+                      return cuda::launch_skew(logits_view(b), count, d_rows + first, d_exp + first, sorted, s);
+                    });
 }
 
 }  // namespace aph::samplers

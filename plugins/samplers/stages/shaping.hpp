@@ -41,8 +41,9 @@ struct XtcStage {
 // Whether XTC acts on this row this step: a pure function of (seed, step).
 bool xtc_fires(const aph_sampler_row& row, float probability);
 
-// Skew (exllamav2): with probabilities sorted descending and their running
-// sum C, the new probabilities are the differences of C^exp(skew).
+// Skew (exllamav2): with probabilities sorted descending (ties by ascending
+// id) and their running sum C, the new probabilities are the differences of
+// C^exp(skew).
 struct SkewStage {
   struct Params {
     double exponent = 1;
@@ -51,6 +52,9 @@ struct SkewStage {
   static std::span<const aph_sampler_field> fields();
   static std::unique_ptr<Params> create(const Request& r, PluginState& st);
   static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);
+#ifdef APH_HAVE_CUDA
+  static void apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s);
+#endif
 };
 
 }  // namespace aph::samplers

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "plugins/samplers/cpu_math.hpp"
+#include "plugins/samplers/sorted_math.hpp"
 
 namespace aph::samplers {
 
@@ -191,7 +192,7 @@ void TfsStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) {
     std::vector<double> d2(live - 2);
     double total = 0;
     for (int64_t i = 0; i + 2 < live; ++i) {
-      d2[i] = std::fabs(probs[idx[i]] - 2 * probs[idx[i + 1]] + probs[idx[i + 2]]);
+      d2[i] = second_difference(probs[idx[i]], probs[idx[i + 1]], probs[idx[i + 2]]);
       total += d2[i];
     }
     if (total <= 0) continue;  // a flat distribution has no tail to cut
@@ -280,6 +281,7 @@ void TypicalPStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
 
 #ifdef APH_HAVE_CUDA
 #include "plugins/samplers/cuda/device_params.hpp"
+#include "plugins/samplers/cuda/sorted_launch.hpp"
 
 namespace aph::samplers {
 
@@ -347,6 +349,24 @@ void EtaCutoffStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph
 }
 void EpsilonCutoffStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
   threshold_launch<Params>(st, info.name, b, s, cuda::kEpsilon, [](const Params& p) { return p.epsilon; });
+}
+
+void TfsStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  std::vector<int32_t> rows;
+  std::vector<float> zs;
+  for (uint32_t i = 0; i < b.n_rows; ++i) {
+    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
+      rows.push_back(static_cast<int32_t>(i));
+      zs.push_back(p->z);
+    }
+  }
+  if (rows.empty()) return;
+  auto* d_rows = upload(st, "tfs.rows", rows, b, s);
+  auto* d_z = upload(st, "tfs.z", zs, b, s);
+  for_sorted_chunks(st, info.name, b, d_rows, static_cast<int32_t>(rows.size()), s,
+                    [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
+                      return cuda::launch_tail_free(logits_view(b), count, d_rows + first, d_z + first, sorted, s);
+                    });
 }
 
 }  // namespace aph::samplers

@@ -15,7 +15,7 @@ namespace aph::samplers {
 #define APH_CUDA_APPLY
 #endif
 
-// Cuda: APH_CUDA_APPLY for stages with a kernel, nothing for the others.
+// Cuda: APH_CUDA_APPLY (every truncation stage has a kernel).
 #define APH_TRUNCATION_STAGE(Type, Name, Priority, Kobold, Position, Aliases, Cuda, ParamBody) \
   struct Type {                                                                               \
     struct Params ParamBody;                                                                  \
@@ -25,7 +25,6 @@ namespace aph::samplers {
     static void apply_cpu(PluginState& st, std::span<const CpuRow<Params>> rows);             \
     Cuda                                                                                      \
   }
-#define APH_NO_CUDA
 
 // Keeps logits >= max - nsigma * std (std over the live logits).
 APH_TRUNCATION_STAGE(TopNsigmaStage, "top_nsigma", "", 9, 500, "top_n_sigma=nsigma", APH_CUDA_APPLY, { float nsigma = 0; });
@@ -38,8 +37,9 @@ APH_TRUNCATION_STAGE(TopAStage, "top_a", "", 1, 700, "", APH_CUDA_APPLY, { float
 // Keeps p >= min_p * p_max, i.e. logit - max >= log(min_p).
 APH_TRUNCATION_STAGE(MinPStage, "min_p", "", 2, 800, "", APH_CUDA_APPLY, { float log_min_p = 0; });
 // Tail-free: cuts where the normalized |second difference| of the sorted
-// probabilities accumulates past tfs.
-APH_TRUNCATION_STAGE(TfsStage, "tfs", "", 3, 900, "", APH_NO_CUDA, { float z = 1; });
+// probabilities accumulates past tfs. Sorted by value, ties by ascending id:
+// a cut may split a tie group, so the order is part of the definition.
+APH_TRUNCATION_STAGE(TfsStage, "tfs", "", 3, 900, "", APH_CUDA_APPLY, { float z = 1; });
 // Keeps p >= min(eta, sqrt(eta) * exp(-H)); eta in units of 1e-4.
 APH_TRUNCATION_STAGE(EtaCutoffStage, "eta_cutoff", "", 10, 1000, "", APH_CUDA_APPLY, { double eta = 0; });
 // Keeps p >= epsilon; epsilon in units of 1e-4.
@@ -50,7 +50,6 @@ APH_TRUNCATION_STAGE(EpsilonCutoffStage, "epsilon_cutoff", "", 11, 1100, "eps_cu
 APH_TRUNCATION_STAGE(TypicalPStage, "typical_p", "", 4, 1200, "typical=typical_p", APH_CUDA_APPLY, { float p = 1; });
 
 #undef APH_TRUNCATION_STAGE
-#undef APH_NO_CUDA
 #undef APH_CUDA_APPLY
 
 }  // namespace aph::samplers

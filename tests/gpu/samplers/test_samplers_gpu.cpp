@@ -1,5 +1,5 @@
-// GPU vs CPU: every stage (kernels and the host fallback) gives the same kept
-// sets and, with the same seeds, the same tokens.
+// GPU vs CPU: every stage's kernel gives the same kept sets and, with the
+// same seeds, the same tokens.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -103,6 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
         R"({"no_repeat_ngram_size": 3})", R"({"logit_bias": {"5": 10, "17": -5}})",
         R"({"custom_token_bans": [1, 2, 3]})", R"({"allowed_token_ids": [10, 20, 30, 40]})",
         R"({"mirostat_mode": 2, "mirostat_tau": 5, "mirostat_eta": 0.1})",
+        R"({"mirostat_mode": 1, "mirostat_tau": 5, "mirostat_eta": 0.1})", R"({"tfs": 0.5})",
+        R"({"skew": 1.5, "temperature": 0.7})", R"({"top_k": 500, "tfs": 0.9, "skew": 0.3})",
         R"({"dry_multiplier": 0.8, "repetition_penalty": 1.1, "frequency_penalty": 0.1, "presence_penalty": 0.1,
             "xtc_threshold": 0.05, "xtc_probability": 0.5, "min_p": 0.02, "temperature": 0.9, "top_k": 200,
             "top_p": 0.95})"));

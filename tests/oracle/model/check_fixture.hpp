@@ -13,11 +13,14 @@
 namespace aph::oracle {
 
 // The quant plugins of this build (for fixtures that name a GGUF file).
-inline std::unique_ptr<server::PluginLoader> load_build_plugins(bool cuda) {
+// gguf_cpu_exact: the GGUF plugin's CPU linears dequantize to fp32 instead of
+// quantizing activations to int8 blocks as llama.cpp does.
+inline std::unique_ptr<server::PluginLoader> load_build_plugins(bool cuda, bool gguf_cpu_exact = false) {
   server::DaemonConfig config;
   const char* dir = std::getenv("APH_PLUGIN_DIR");
   config.plugins.dirs = {dir ? dir : "build/plugins"};
   config.engine.device = cuda ? "cuda" : "cpu";
+  if (gguf_cpu_exact) config.plugins.sections_json["gguf"] = R"({"cpu_exact": true})";
   return server::load_plugins(config);
 }
 

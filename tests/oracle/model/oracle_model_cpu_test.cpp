@@ -23,6 +23,21 @@ TEST_P(ModelOracleCpu, LogitsAndGreedyMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelOracleCpu, ::testing::ValuesIn(aph::oracle::fixture_dirs()),
                          aph::oracle::fixture_test_name);
 
+// The real SmolLM2 GGUF against transformers loading the same file
+// (make_reference.py --gguf): with the plugin's exact fp32 CPU path the only
+// differences left are float32 summation order, so the fp32 tolerance holds.
+TEST(ModelOracleCpu, RealGgufMatchesTransformersExactly) {
+  size_t checked = 0;
+  for (const std::string& d : aph::oracle::fixture_dirs()) {
+    if (d.find("/hf_gguf/") == std::string::npos) continue;
+    aph::oracle::Fixture f = aph::oracle::load_fixture(d);
+    auto plugins = aph::oracle::load_build_plugins(false, true);
+    aph::oracle::check_fixture(f, APH_DEVICE_CPU, "auto", 1e-3, 1e-5, plugins->registry());
+    ++checked;
+  }
+  EXPECT_GE(checked, 1u) << "no fixtures/hf_gguf (make_reference.py --gguf)";
+}
+
 TEST(ModelOracleCpu, NumpyAndTransformersFixturesExist) {
   size_t numpy = 0, hf = 0;
   for (const std::string& d : aph::oracle::fixture_dirs()) {

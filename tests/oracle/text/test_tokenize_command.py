@@ -90,3 +90,18 @@ def test_errors_are_reported_not_crashes(tmp_path):
     assert run.returncode != 0 and run.returncode < 128, run
     noarg = tokenize(FIXTURES / "ggml-vocab-gpt-2.gguf", b"x", "--split")
     assert noarg.returncode == 2 and b"--split" in noarg.stderr
+
+
+HF_GGUF = ROOT / "tests" / "oracle" / "model" / "fixtures" / "hf_gguf"
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in HF_GGUF.glob("*") if (p / "reference.json").exists()))
+def test_real_gguf_prompt_tokenizes_as_transformers_did(fixture):
+    """The prompt ids of make_reference.py --gguf came from transformers'
+    tokenizer built from the same GGUF; ours must give the same ids."""
+    import json
+    ref = json.loads((HF_GGUF / fixture / "reference.json").read_text())
+    model = ROOT / ref["model_file"]
+    run = tokenize(model, ref["prompt_text"].encode())
+    assert run.returncode == 0, run.stderr.decode(errors="replace")
+    assert [int(t) for t in run.stdout.split()] == ref["prompt_ids"]

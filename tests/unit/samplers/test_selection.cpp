@@ -142,6 +142,15 @@ TEST(Mirostat, V1Selects) {
   EXPECT_NE(s.logits[s.chosen[0]], kNegInf);
 }
 
+// A target surprise far beyond what the row offers makes v1's k larger than
+// any int64: every token stays (rounding k first would have wrapped to one).
+TEST(Mirostat, V1HugeTargetKeepsEveryToken) {
+  ChainHarness h(kVocab);
+  auto x = random_logits(kVocab, 6, 2.0f);
+  Step s = h.run1(R"({"mirostat_mode": 1, "mirostat_tau": 50.0, "mirostat_eta": 0.1})", x);
+  EXPECT_EQ(kept(s.logits).size(), static_cast<size_t>(kVocab));
+}
+
 TEST(Mirostat, DoesNotSwitchOffOtherRowsSamplers) {
   ChainHarness h(kVocab);
   auto x = random_logits(kVocab, 7);

@@ -76,5 +76,26 @@ TEST(Skew, DifferencesOfPoweredSortedCdf) {
   }
 }
 
+// A peaked row: the running sum C is within rounding of 1 long before the
+// last tokens, where C^e - C_before^e would be mostly rounding error (or 0,
+// removing the token). Each tail token keeps e * p, the slope of C^e at 1.
+TEST(Skew, TailTokensKeepTheirShare) {
+  ChainHarness h(kVocab);
+  std::vector<float> x(kVocab);
+  for (int32_t i = 0; i < kVocab; ++i) x[i] = -0.4f * static_cast<float>(i);  // p down to e^-51
+  auto p = probs_of(x);
+  const double e = std::exp(0.5);
+  Step s = h.run1(R"({"skew": 0.5})", x);
+  double total = 0;
+  for (int32_t i = 0; i < kVocab; ++i) {
+    ASSERT_NE(s.logits[i], kNegInf) << "token " << i;
+    total += std::exp(static_cast<double>(s.logits[i]));
+    if (p[i] < 1e-12) {
+      EXPECT_NEAR(s.logits[i], std::log(e * p[i]), 1e-5) << "token " << i;
+    }
+  }
+  EXPECT_NEAR(total, 1.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace aph::test

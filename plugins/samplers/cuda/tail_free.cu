@@ -1,0 +1,84 @@
+// Tail-free sampling on rows sorted by sort_rows (one block per row), with
+// TfsStage::apply_cpu's definition: the curvatures d_i = |p_i - 2 p_i+1 +
+// p_i+2| of the sorted probabilities, normalized by their sum, accumulate
+// from the top; once the running sum passes z at d_q, sorted positions q+1
+// onwards go (the last live one always goes). The CPU's running sum only
+// grows, so "every position after the first crossing" is its kept set too.
+// The sorted order is the CPU's, so the two differ only in the rounding of
+// the sums, never in how ties are split.
+#include "plugins/samplers/cuda/sorted_scan.cuh"
+#include "plugins/samplers/sorted_math.hpp"
+
+namespace aph::samplers::cuda {
+namespace {
+
+// d_j for j = j0 .. j0 + kSortedItems - 1; 0 at and past n2 = live - 2.
+__device__ void curvatures(const SortedProbs& prob, int64_t j0, int64_t n2, double (&d)[kSortedItems]) {
+  double p[kSortedItems + 2];
+  for (int k = 0; k < kSortedItems + 2; ++k) p[k] = j0 + k < n2 + 2 ? prob(j0 + k) : 0.0;
+  for (int k = 0; k < kSortedItems; ++k) d[k] = j0 + k < n2 ? second_difference(p[k], p[k + 1], p[k + 2]) : 0.0;
+}
+
+__global__ void tail_free_kernel(LogitsView logits, const int32_t* row_index, const float* zs, SortedRows sorted) {
+  const int64_t vocab = logits.vocab;
+  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
+  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
+  const int32_t* sid = sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab;
+  const double z = zs[blockIdx.x];
+
+  const int64_t live = sorted_live(sx, vocab);
+  if (live < 3) return;
+  const SortedProbs prob{sx, sx[0], sorted_partition(sx, live)};
+  const int64_t n2 = live - 2;
+  const int64_t tile = static_cast<int64_t>(blockDim.x) * kSortedItems;
+
+  double total = 0;
+  for (int64_t base = 0; base < n2; base += tile) {
+    double d[kSortedItems];
+    curvatures(prob, base + static_cast<int64_t>(threadIdx.x) * kSortedItems, n2, d);
+    for (int k = 0; k < kSortedItems; ++k) total += d[k];
+  }
+  total = block_sum(total);
+  if (total <= 0) return;  // flat: no tail to cut (as the CPU)
+
+  // The first q whose running sum of d / total passes z, tile by tile.
+  int64_t cut = live - 1;  // sorted positions [cut, live) go
+  double carry = 0;        // the running sum before this tile
+  for (int64_t base = 0; base < n2; base += tile) {
+    const int64_t j0 = base + static_cast<int64_t>(threadIdx.x) * kSortedItems;
+    double d[kSortedItems], run[kSortedItems];
+    curvatures(prob, j0, n2, d);
+    double mine = 0;
+    for (int k = 0; k < kSortedItems; ++k) {
+      mine += d[k] / total;
+      run[k] = mine;
+    }
+    double tile_sum = 0;
+    const double before = carry + block_exclusive_sum(mine, &tile_sum);
+    long long hit = LLONG_MAX;
+    for (int k = 0; k < kSortedItems; ++k) {
+      if (j0 + k < n2 && before + run[k] > z) {
+        hit = j0 + k;
+        break;
+      }
+    }
+    hit = block_reduce(hit, MinOp{}, LLONG_MAX);
+    if (hit != LLONG_MAX) {  // the same for every thread: the loop ends uniformly
+      cut = hit + 1;
+      break;
+    }
+    carry += tile_sum;
+  }
+  for (int64_t j = cut + threadIdx.x; j < live; j += blockDim.x) x[sid[j]] = -INFINITY;
+}
+
+}  // namespace
+
+std::string launch_tail_free(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
+                             SortedRows sorted, void* stream) {
+  if (n == 0) return "";
+  tail_free_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, z, sorted);
+  return launch_error("tail_free_kernel");
+}
+
+}  // namespace aph::samplers::cuda

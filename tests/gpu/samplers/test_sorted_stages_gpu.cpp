@@ -1,0 +1,178 @@
+// GPU vs CPU for the stages that walk the sorted distribution (tail-free,
+// skew, mirostat): batches mixing them with rows that do not use them, logits
+// with many exact ties (the sorted order splits tie groups, so it must be the
+// CPU's), batches large enough to sort in chunks, and mirostat's state over
+// many steps of the same requests.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tests/gpu/samplers/gpu_chain.hpp"
+
+namespace aph::test {
+namespace {
+
+using Requests = std::vector<std::unique_ptr<sampling::RequestSampling>>;
+
+struct StepResult {
+  std::vector<float> logits;
+  std::vector<int32_t> chosen;
+};
+
+// One step over rows [i] = (requests[i], seeds[i]); logits row-major [rows, vocab].
+StepResult run_step(DeviceChain& c, const std::vector<const sampling::RequestSampling*>& requests,
+                    const std::vector<uint64_t>& seeds, const std::vector<float>& logits, int32_t vocab,
+                    uint64_t step) {
+  const int64_t n = static_cast<int64_t>(requests.size());
+  std::vector<sampling::RowInput> rows(n);
+  for (int64_t i = 0; i < n; ++i) {
+    rows[i].sampling = requests[i];
+    rows[i].seed = seeds[i];
+    rows[i].step = step;
+  }
+  const int32_t device = c.stream != nullptr ? 0 : APH_DEVICE_CPU;
+  Tensor t = Tensor::empty({n, vocab}, APH_DTYPE_F32, device);
+  copy_bytes(t.data(), device, logits.data(), APH_DEVICE_CPU, logits.size() * sizeof(float));
+  StepResult out;
+  c.chain->sample(t, rows, out.chosen, nullptr);
+  out.logits.resize(logits.size());
+  copy_bytes(out.logits.data(), APH_DEVICE_CPU, t.data(), device, out.logits.size() * sizeof(float));
+  return out;
+}
+
+// Same kept sets, kept values within float rounding, same tokens.
+void expect_same(const StepResult& cpu, const StepResult& gpu, int32_t vocab, const std::string& where) {
+  ASSERT_EQ(cpu.logits.size(), gpu.logits.size());
+  for (size_t i = 0; i < cpu.logits.size(); ++i) {
+    const bool kc = cpu.logits[i] != -INFINITY, kg = gpu.logits[i] != -INFINITY;
+    ASSERT_EQ(kc, kg) << where << ": row " << i / vocab << " token " << i % vocab << " kept on "
+                      << (kc ? "CPU" : "GPU") << " only";
+    if (kc) {
+      ASSERT_NEAR(cpu.logits[i], gpu.logits[i], 1e-4f * std::max(1.0f, std::fabs(cpu.logits[i])))
+          << where << ": row " << i / vocab << " token " << i % vocab;
+    }
+  }
+  EXPECT_EQ(cpu.chosen, gpu.chosen) << where;
+}
+
+std::vector<float> normal_logits(int64_t n, uint32_t seed, float scale, float quantum = 0.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) {
+    x = dist(gen);
+    // Coarse steps, as from a low-precision model output: many exact ties.
+    if (quantum > 0) x = std::round(x / quantum) * quantum;
+  }
+  return v;
+}
+
+// Fresh requests each step: one row per JSON, seeds 500 + row.
+void compare_fresh(const std::vector<std::string>& json, int32_t vocab, float scale, float quantum, int steps) {
+  DeviceChain cpu(APH_DEVICE_CPU, vocab);
+  DeviceChain gpu(0, vocab);
+  const int64_t n = static_cast<int64_t>(json.size());
+  std::vector<uint64_t> seeds(n);
+  for (int64_t i = 0; i < n; ++i) seeds[i] = 500 + i;
+  for (int step = 0; step < steps; ++step) {
+    Requests rc, rg;
+    std::vector<const sampling::RequestSampling*> pc, pg;
+    for (const std::string& j : json) {
+      rc.push_back(cpu.chain->prepare(boost::json::parse(j).as_object()));
+      rg.push_back(gpu.chain->prepare(boost::json::parse(j).as_object()));
+      pc.push_back(rc.back().get());
+      pg.push_back(rg.back().get());
+    }
+    auto logits = normal_logits(n * vocab, 77 + step, scale, quantum);
+    StepResult a = run_step(cpu, pc, seeds, logits, vocab, step);
+    StepResult b = run_step(gpu, pg, seeds, logits, vocab, step);
+    expect_same(a, b, vocab, "step " + std::to_string(step));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(SortedStagesGpu, MixedBatchMatchesCpu) {
+  compare_fresh({R"({"tfs": 0.9})", R"({})", R"({"tfs": 0.5, "top_k": 300})", R"({"skew": 0.5})",
+                 R"({"skew": 2.0, "min_p": 0.001})", R"({"top_p": 0.9})",
+                 R"({"tfs": 0.97, "skew": 0.3, "temperature": 0.8})",
+                 R"({"mirostat_mode": 1, "mirostat_tau": 4, "mirostat_eta": 0.1})",
+                 R"({"mirostat_mode": 2, "mirostat_tau": 3, "mirostat_eta": 0.2})",
+                 R"({"mirostat_mode": 2, "mirostat_tau": 6, "mirostat_eta": 0.1, "top_k": 100})",
+                 R"({"mirostat_mode": 1, "mirostat_tau": 50, "mirostat_eta": 0.1})"},
+                32000, 3.0f, 0.0f, 3);
+}
+
+TEST(SortedStagesGpu, TiesSplitLikeTheCpu) {
+  const std::vector<std::string> json = {
+      R"({"tfs": 0.9})", R"({"tfs": 0.6})", R"({"skew": 0.5})", R"({"skew": 0.2, "top_k": 40})",
+      R"({"mirostat_mode": 1, "mirostat_tau": 3, "mirostat_eta": 0.1})",
+      R"({"mirostat_mode": 2, "mirostat_tau": 4, "mirostat_eta": 0.1})", R"({})"};
+  compare_fresh(json, 32000, 3.0f, 0.5f, 3);
+  compare_fresh(json, 1000, 2.0f, 0.25f, 3);
+}
+
+TEST(SortedStagesGpu, TinyRowsAndFewLiveTokens) {
+  compare_fresh({R"({"allowed_token_ids": [1, 4], "tfs": 0.5})", R"({"allowed_token_ids": [2, 3, 5], "tfs": 0.1})",
+                 R"({"allowed_token_ids": [3], "skew": 0.7})",
+                 R"({"allowed_token_ids": [3], "mirostat_mode": 2, "mirostat_tau": 1, "mirostat_eta": 0.1})",
+                 R"({"allowed_token_ids": [0, 6], "mirostat_mode": 1, "mirostat_tau": 1, "mirostat_eta": 0.1})",
+                 R"({"tfs": 0.8, "skew": 1.0})"},
+                7, 1.5f, 0.0f, 4);
+}
+
+// 40 rows of a Llama-3-sized vocabulary need more sort scratch than one
+// chunk may take (64 MiB: 32 such rows), so tail-free and mirostat sort and
+// run in two chunks; skew (every third row) in one.
+TEST(SortedStagesGpu, LargeBatchSortsInChunks) {
+  std::vector<std::string> json;
+  for (int i = 0; i < 40; ++i) {
+    std::string j = "{\"tfs\": " + std::to_string(0.95 - 0.05 * (i % 4)) +
+                    ", \"mirostat_mode\": " + std::to_string(1 + i % 2) +
+                    ", \"mirostat_tau\": " + std::to_string(3 + i % 5) + ", \"mirostat_eta\": 0.1";
+    if (i % 3 == 0) j += ", \"skew\": 0.2";
+    json.push_back(j + "}");
+  }
+  compare_fresh(json, 128256, 3.0f, 0.0f, 1);
+}
+
+// The same requests over many steps: mu evolves per request and seed (two
+// rows share one request as the n choices do), and each step's mirostat
+// kept set depends on it, so equal kept sets and tokens step after step mean
+// the CPU and the GPU carry the same mu.
+TEST(SortedStagesGpu, MirostatStateFollowsTheCpuOverSteps) {
+  constexpr int32_t kVocab = 32000;
+  const std::vector<std::string> json = {
+      R"({"mirostat_mode": 2, "mirostat_tau": 3, "mirostat_eta": 0.2})",
+      R"({"temperature": 0.9})",
+      R"({"mirostat_mode": 1, "mirostat_tau": 5, "mirostat_eta": 0.1})",
+      R"({"mirostat_mode": 2, "mirostat_tau": 4, "mirostat_eta": 0.5, "top_k": 50})",
+      R"({"mirostat_mode": 2, "mirostat_tau": 2, "mirostat_eta": 0.3})",
+  };
+  DeviceChain cpu(APH_DEVICE_CPU, kVocab);
+  DeviceChain gpu(0, kVocab);
+  Requests rc, rg;
+  for (const std::string& j : json) {
+    rc.push_back(cpu.chain->prepare(boost::json::parse(j).as_object()));
+    rg.push_back(gpu.chain->prepare(boost::json::parse(j).as_object()));
+  }
+  // Row 5 is request 0's second choice (its own seed, so its own mu).
+  const std::vector<int> request_of = {0, 1, 2, 3, 4, 0};
+  const std::vector<uint64_t> seeds = {11, 12, 13, 14, 15, 16};
+  std::vector<const sampling::RequestSampling*> pc, pg;
+  for (int r : request_of) {
+    pc.push_back(rc[r].get());
+    pg.push_back(rg[r].get());
+  }
+  const int64_t n = static_cast<int64_t>(request_of.size());
+  for (uint64_t step = 0; step < 24; ++step) {
+    auto logits = normal_logits(n * kVocab, 1000 + static_cast<uint32_t>(step), 2.5f);
+    StepResult a = run_step(cpu, pc, seeds, logits, kVocab, step);
+    StepResult b = run_step(gpu, pg, seeds, logits, kVocab, step);
+    expect_same(a, b, kVocab, "step " + std::to_string(step));
+    if (HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace aph::test

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "aphrodite/plugin.h"
+#include "core/common/cuda_pdl.cuh"
 #include "core/ops/kernels.hpp"
 
 namespace aph::ops::kernels {
@@ -62,6 +63,7 @@ __global__ void embedding_kernel(const Tin* table, const int32_t* ids, int64_t v
 
 template <typename T>
 __global__ void rms_norm_kernel(const T* x, const float* w, float eps, int64_t h, T* out) {
+  cuda_pdl::allow_dependents();  // a matvec reads this output next
   const T* xr = x + blockIdx.x * h;
   T* o = out + blockIdx.x * h;
   float ss = 0;
@@ -75,6 +77,7 @@ __global__ void rms_norm_kernel(const T* x, const float* w, float eps, int64_t h
 
 template <typename T>
 __global__ void add_rms_norm_kernel(T* residual, const T* delta, const float* w, float eps, int64_t h, T* out) {
+  cuda_pdl::allow_dependents();
   T* r = residual + blockIdx.x * h;
   const T* d = delta + blockIdx.x * h;
   T* o = out + blockIdx.x * h;
@@ -134,6 +137,7 @@ __global__ void rope_kernel(RopeLaunch a) {
 
 template <typename T>
 __global__ void silu_mul_kernel(const T* gate, const T* up, int64_t in_stride, int64_t n, T* out) {
+  cuda_pdl::allow_dependents();
   const int64_t r = blockIdx.y;
   for (int64_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float g = to_f(gate[r * in_stride + j]);
@@ -165,7 +169,8 @@ __global__ void add_bias_kernel(T* y, const float* bias, int64_t n, int64_t tota
 // bytes are in flight, so each lane first issues kGemvDepth 16-byte weight
 // loads (streaming: read once, kept out of L1 so x stays there) and only then
 // does the math. kRows (1, 2, 4 or 8) bounds the rows of x, so m = 1 carries
-// one accumulator, not eight.
+// one accumulator, not eight. Launched as a dependent (cuda_pdl.cuh): the
+// first weight loads are issued while the kernel that writes x still runs.
 constexpr int kGemvDepth = 8;
 
 template <typename T, typename Ty, int kRows>
@@ -173,20 +178,26 @@ __global__ void __launch_bounds__(256) gemv_vec_kernel(const T* __restrict__ x, 
                                                        const float* __restrict__ bias, Ty* __restrict__ y, int m,
                                                        int64_t n, int64_t k) {
   constexpr int kPer = 16 / sizeof(T);
+  cuda_pdl::allow_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
-  if (row >= n) return;
+  if (row >= n) return;  // touches nothing
   const uint4* wr = reinterpret_cast<const uint4*>(w + row * k);
   const int64_t vecs = k / kPer;
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+  bool waited = false;
   for (int64_t v0 = lane; v0 < vecs; v0 += 32 * kGemvDepth) {
     uint4 wv[kGemvDepth];
 #pragma unroll
     for (int u = 0; u < kGemvDepth; ++u) {
       const int64_t v = v0 + u * 32;
       wv[u] = v < vecs ? __ldcs(wr + v) : make_uint4(0, 0, 0, 0);
+    }
+    if (!waited) {  // x comes from the previous kernel
+      cuda_pdl::wait_for_producer();
+      waited = true;
     }
 #pragma unroll
     for (int u = 0; u < kGemvDepth; ++u) {
@@ -205,6 +216,7 @@ __global__ void __launch_bounds__(256) gemv_vec_kernel(const T* __restrict__ x, 
       }
     }
   }
+  if (!waited) cuda_pdl::wait_for_producer();  // this lane had no weights: y still waits
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
     if (r < m) {
@@ -345,16 +357,20 @@ int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, in
       const auto* wt = static_cast<const T*>(w);
       auto* yt = static_cast<Ty*>(y);
       cudaStream_t s = S(stream);
+      // A launch error shows in cudaGetLastError, which dispatch returns.
+      auto vec_kernel = [&](auto kernel) {
+        (void)cuda_pdl::launch_dependent(kernel, blocks, kWarps * 32, 0, s, xt, wt, bias, yt, mi, n, k);
+      };
       if (!vec) {
         gemv_scalar_kernel<T, Ty><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
       } else if (m == 1) {
-        gemv_vec_kernel<T, Ty, 1><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
+        vec_kernel(gemv_vec_kernel<T, Ty, 1>);
       } else if (m == 2) {
-        gemv_vec_kernel<T, Ty, 2><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
+        vec_kernel(gemv_vec_kernel<T, Ty, 2>);
       } else if (m <= 4) {
-        gemv_vec_kernel<T, Ty, 4><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
+        vec_kernel(gemv_vec_kernel<T, Ty, 4>);
       } else {
-        gemv_vec_kernel<T, Ty, kGemvMaxRows><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
+        vec_kernel(gemv_vec_kernel<T, Ty, kGemvMaxRows>);
       }
     });
   });

@@ -17,6 +17,7 @@
 #include "core/attention/cuda/attention_kernels.h"
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/split_plan.hpp"
+#include "core/common/cuda_pdl.cuh"
 
 namespace aph::attention::cuda {
 namespace {
@@ -80,6 +81,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 template <int HD, typename ActT, typename KvT>
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
+  cuda_pdl::allow_dependents();  // the output projection's weights can start streaming
   using S = DecodeShape<HD, KvT>;
   constexpr int kB = KvTraits<KvT>::kBytes;
   constexpr int kTile = S::kTile;

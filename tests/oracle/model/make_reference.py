@@ -1,5 +1,8 @@
-"""Reference fixtures from HF transformers (run on the GPU machine, where torch
-and transformers are installed; no network needed).
+"""Reference fixtures from HF transformers (run where torch and transformers
+are installed: the GPU machine has them; with --gguf also `gguf` and
+`accelerate`. Everything runs on the CPU, in float32; no network needed).
+The committed hf_gguf fixture was made on the development machine in a
+scratch venv (pip install torch transformers gguf accelerate).
 
   python tests/oracle/model/make_reference.py [--out tests/oracle/model/fixtures]
       [--gguf models/SmolLM2-135M-Instruct.Q4_1.gguf]

@@ -5,9 +5,9 @@
 namespace aph::samplers {
 
 namespace {
-// Sorted copies take 16 bytes a logit (keys and ids, twice for the radix
-// passes); a batch past this many bytes sorts in several chunks.
-constexpr size_t kSortScratchCap = size_t{64} << 20;
+// Sorted copies take 24 bytes a logit (64-bit keys and ids, twice for the
+// radix passes); a batch past this many bytes sorts in several chunks.
+constexpr size_t kSortScratchCap = size_t{96} << 20;
 }  // namespace
 
 void for_sorted_chunks(PluginState& st, const char* stage, const aph_sampler_batch& b, const int32_t* row_index,

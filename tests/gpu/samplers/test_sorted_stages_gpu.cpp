@@ -122,7 +122,7 @@ TEST(SortedStagesGpu, TinyRowsAndFewLiveTokens) {
 }
 
 // 40 rows of a Llama-3-sized vocabulary need more sort scratch than one
-// chunk may take (64 MiB: 32 such rows), so tail-free and mirostat sort and
+// chunk may take (96 MiB: 32 such rows), so tail-free and mirostat sort and
 // run in two chunks; skew (every third row) in one.
 TEST(SortedStagesGpu, LargeBatchSortsInChunks) {
   std::vector<std::string> json;

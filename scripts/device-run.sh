@@ -44,7 +44,8 @@ if want hfref; then
 fi
 if want build; then
   step "build"
-  timeout 420 bash scripts/device-build.sh -- -k 0 > "$OUT/build.log" 2>&1
+  # BUILD_TARGETS="a b": only those (a full build takes minutes of device time).
+  timeout 420 bash scripts/device-build.sh ${BUILD_TARGETS:+--target $BUILD_TARGETS} -- -k 0 > "$OUT/build.log" 2>&1
   record build $? build.log
 fi
 if want samplers; then
@@ -70,7 +71,9 @@ fi
 if want gputests; then
   step "GPU tests"
   # model_speed_test times the GPU: it runs alone, after the others.
-  (cd build-device && timeout 330 ctest -L gpu -E model_speed_test -j 4 --timeout 300 --output-on-failure) \
+  # GPU_TESTS=regex: only those.
+  (cd build-device && timeout 330 ctest -L gpu -E model_speed_test ${GPU_TESTS:+-R "$GPU_TESTS"} -j 4 --timeout 300 \
+     --output-on-failure) \
     > "$OUT/ctest-gpu.log" 2>&1
   record "ctest -L gpu (but the speed test)" $? ctest-gpu.log
   grep -E "tests passed|\*\*\*|Failed|Passed" "$OUT/ctest-gpu.log" | tail -30

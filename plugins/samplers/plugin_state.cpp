@@ -57,8 +57,11 @@ void* DeviceBuffer::upload(const aph_host_services* services, int32_t device, co
   return dst;
 }
 
-void* DeviceBuffer::get(const aph_host_services* services, int32_t device, size_t bytes, void* stream) {
+void* DeviceBuffer::get(const aph_host_services* services, int32_t device, size_t bytes, void* stream,
+                        bool* allocated) {
+  if (allocated != nullptr) *allocated = false;
   if (data_ != nullptr && device == device_ && bytes <= bytes_) return data_;
+  if (allocated != nullptr) *allocated = true;
   if (services == nullptr || services->device_alloc == nullptr) {
     throw Error(APH_ERR_INTERNAL, "samplers: no device_alloc host service");
   }
@@ -150,5 +153,27 @@ void* PluginState::scratch(const std::string& key, int32_t device, size_t bytes,
   if (!buf) buf = std::make_unique<DeviceBuffer>();
   return buf->get(services_, device, bytes, stream);
 }
+
+void* PluginState::filled_scratch(const std::string& key, int32_t device, size_t bytes, int fill, void* stream) {
+  std::unique_ptr<DeviceBuffer>& buf = scratch_[key];
+  if (!buf) buf = std::make_unique<DeviceBuffer>();
+  bool allocated = false;
+  void* data = buf->get(services_, device, bytes, stream, &allocated);
+#ifdef APH_HAVE_CUDA
+  if (allocated) {
+    // The whole allocation: a later, larger request may reuse it unfilled.
+    const cudaError_t e = cudaMemsetAsync(data, fill, buf->capacity(), static_cast<cudaStream_t>(stream));
+    if (e != cudaSuccess) {
+      scratch_.erase(key);
+      throw Error(APH_ERR_DEVICE, "samplers scratch " + key + ": " + cudaGetErrorString(e));
+    }
+  }
+#else
+  (void)fill;
+#endif
+  return data;
+}
+
+void PluginState::drop_scratch(const std::string& key) { scratch_.erase(key); }
 
 }  // namespace aph::samplers

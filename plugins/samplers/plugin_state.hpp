@@ -33,11 +33,13 @@ class DeviceBuffer {
   ~DeviceBuffer();
   // Returns at least `bytes` on `device`; waits for `stream` before freeing an
   // old, smaller buffer (a kernel may still read it).
-  void* get(const aph_host_services* services, int32_t device, size_t bytes, void* stream);
+  void* get(const aph_host_services* services, int32_t device, size_t bytes, void* stream,
+            bool* allocated = nullptr);
   // Copies host data into the buffer through a pinned staging copy, so the
   // transfer is truly asynchronous. The staging copy is reused once the
   // previous transfer from it has finished (an event tells).
   void* upload(const aph_host_services* services, int32_t device, const void* data, size_t bytes, void* stream);
+  size_t capacity() const { return bytes_; }
 
  private:
   const aph_host_services* services_ = nullptr;
@@ -66,6 +68,12 @@ class PluginState {
 
   // Engine thread only. A named scratch buffer of at least `bytes`.
   void* scratch(const std::string& key, int32_t device, size_t bytes, void* stream);
+  // Engine thread only. A named scratch buffer whose every byte was `fill`
+  // when it was allocated; callers that use it restore it before they return,
+  // so it is not cleared each step.
+  void* filled_scratch(const std::string& key, int32_t device, size_t bytes, int fill, void* stream);
+  // Engine thread only. Frees a scratch buffer (a filled one left dirty).
+  void drop_scratch(const std::string& key);
   // Engine thread only. Uploads host data into the named scratch buffer.
   void* upload(const std::string& key, int32_t device, const void* data, size_t bytes, void* stream);
 

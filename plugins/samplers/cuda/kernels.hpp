@@ -33,9 +33,10 @@ struct PenaltyRow {
   int32_t range;           // 0 = whole history
 };
 
-// Repetition / frequency / presence penalties. scratch: 2 * n * vocab int32.
-std::string launch_penalties(LogitsView logits, int32_t n, const PenaltyRow* rows, int32_t* scratch,
-                             bool any_slope, void* stream);
+// Repetition / frequency / presence penalties. table: n * vocab int32, all 0;
+// newest: n * vocab int32, all -1. Both are left that way again.
+std::string launch_penalties(LogitsView logits, int32_t n, const PenaltyRow* rows, int32_t* table,
+                             int32_t* newest, void* stream);
 
 struct DryRow {
   int32_t row;

@@ -3,6 +3,7 @@
 // the boundary are kept together, as on the CPU.
 #include "plugins/samplers/cuda/block_reduce.cuh"
 #include "plugins/samplers/cuda/kernels.hpp"
+#include "plugins/samplers/cuda/row_split.cuh"
 #include "plugins/samplers/rng.hpp"
 
 namespace aph::samplers::cuda {
@@ -13,7 +14,6 @@ __device__ uint32_t order_key(float f) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-__device__ double block_sum_i(int64_t v) { return block_sum(static_cast<double>(v)); }
 
 // Radix select over the order keys, 8 bits a pass from the top: returns the
 // key K of the boundary, the largest K with weight(key >= K) >= target, where
@@ -157,44 +157,44 @@ __global__ void typical_kernel(LogitsView logits, const int32_t* row_index, cons
 }
 
 __global__ void xtc_kernel(LogitsView logits, const int32_t* row_index, const float* thresholds) {
-  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
-  const double thr = thresholds[blockIdx.x];
-  const float m = row_max(x, logits.vocab);
-  const double z = row_partition(x, logits.vocab, m);
+  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.y]) * logits.stride;
+  const double thr = thresholds[blockIdx.y];
+  const float m = split_max(x, logits.vocab);
+  const double z = split_partition(x, logits.vocab, m);
   // p = exp(x - m) / z >= thr  <=>  x - m >= log(thr * z): one exp-free
   // comparison per token instead of an exp in each of the two passes below.
   const double cut = log(thr * z);
   auto above_cut = [&](float v) { return static_cast<double>(v) - m >= cut; };
   int64_t above = 0;
   float lowest = FLT_MAX;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
+  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
     if (above_cut(x[i])) {
       ++above;
       lowest = fminf(lowest, x[i]);
     }
   }
-  const double total = block_sum_i(above);
-  lowest = block_reduce(lowest, MinOp{}, FLT_MAX);
+  const int64_t total = split_reduce(above, SumOp{}, int64_t{0});
+  lowest = split_reduce(lowest, MinOp{}, FLT_MAX);
   if (total < 2) return;
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
+  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
     if (above_cut(x[i]) && x[i] > lowest) x[i] = -INFINITY;
   }
 }
 
 __global__ void sample_kernel(LogitsView logits, const SampleRow* rows, int32_t* chosen) {
-  const SampleRow p = rows[blockIdx.x];
+  const SampleRow p = rows[blockIdx.y];
   if (chosen[p.row] >= 0) return;
   const float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   const uint64_t key = rng_key(p.seed, p.step, kRngSample);
   ArgMax best{0.0, -1};
-  for (int64_t i = threadIdx.x; i < logits.vocab; i += blockDim.x) {
+  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
     if (x[i] == -INFINITY) continue;
     double score = x[i];
     if (!p.greedy) score -= log(-log(rng_uniform(key, static_cast<uint64_t>(i))));
     best = better(best, ArgMax{score, static_cast<int32_t>(i)});
   }
-  best = block_argmax(best);
-  if (threadIdx.x == 0) chosen[p.row] = best.index >= 0 ? best.index : 0;
+  best = split_argmax(best);
+  if (blockIdx.x == 0 && threadIdx.x == 0) chosen[p.row] = best.index >= 0 ? best.index : 0;
 }
 
 }  // namespace
@@ -219,15 +219,11 @@ std::string launch_typical(LogitsView logits, int32_t n, const int32_t* row_inde
 
 std::string launch_xtc(LogitsView logits, int32_t n, const int32_t* row_index, const float* threshold,
                        void* stream) {
-  if (n == 0) return "";
-  xtc_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, threshold);
-  return launch_error("xtc_kernel");
+  return launch_split(xtc_kernel, n, stream, "xtc_kernel", logits, row_index, threshold);
 }
 
 std::string launch_sample(LogitsView logits, int32_t n, const SampleRow* rows, int32_t* chosen, void* stream) {
-  if (n == 0) return "";
-  sample_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows, chosen);
-  return launch_error("sample_kernel");
+  return launch_split(sample_kernel, n, stream, "sample_kernel", logits, rows, chosen);
 }
 
 }  // namespace aph::samplers::cuda

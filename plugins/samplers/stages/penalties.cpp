@@ -121,7 +121,6 @@ namespace aph::samplers {
 
 void PenaltiesStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
   std::vector<cuda::PenaltyRow> rows;
-  bool any_slope = false;
   for (uint32_t i = 0; i < b.n_rows; ++i) {
     auto* p = static_cast<Params*>(b.rows[i].params);
     if (p == nullptr) continue;
@@ -131,14 +130,19 @@ void PenaltiesStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph
     rows.push_back({static_cast<int32_t>(i), b.rows[i].tokens_device, static_cast<int32_t>(b.rows[i].n_prompt),
                     static_cast<int32_t>(b.rows[i].n_tokens), p->repetition, p->frequency, p->presence, p->slope,
                     static_cast<int32_t>(std::min<int64_t>(p->range, INT32_MAX))});
-    any_slope = any_slope || (p->slope != 0.0f && p->repetition != 1.0f);
   }
   if (rows.empty()) return;
   auto* d_rows = upload(st, "penalties.rows", rows, b, s);
-  const size_t table = 2 * rows.size() * static_cast<size_t>(b.logits.shape[1]) * sizeof(int32_t);
-  auto* scratch = static_cast<int32_t*>(st.scratch("penalties.table", b.logits.device, table, s));
-  check_launch(cuda::launch_penalties(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, scratch, any_slope, s),
-               info.name);
+  const size_t bytes = rows.size() * static_cast<size_t>(b.logits.shape[1]) * sizeof(int32_t);
+  auto* table = static_cast<int32_t*>(st.filled_scratch("penalties.table", b.logits.device, bytes, 0x00, s));
+  auto* newest = static_cast<int32_t*>(st.filled_scratch("penalties.newest", b.logits.device, bytes, 0xFF, s));
+  const std::string error = cuda::launch_penalties(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, table,
+                                                   newest, s);
+  if (!error.empty()) {  // the tables may be left half-filled
+    st.drop_scratch("penalties.table");
+    st.drop_scratch("penalties.newest");
+  }
+  check_launch(error, info.name);
 }
 
 void NoRepeatNgramStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {

@@ -1,0 +1,113 @@
+// One logits row spread over a thread block cluster (sm_90): with one block
+// per row a 64-row batch keeps only 64 of the H200's 132 multiprocessors busy,
+// each with too few loads in flight, so a pass over 128k logits ran at about
+// 1 TB/s. Here a row is split over kRowBlocks blocks of one cluster (grid
+// (kRowBlocks, rows), blockIdx.y = the row's slot) and the blocks combine
+// their partial reductions through distributed shared memory.
+//
+// Every block of a cluster gets the same reduced value: the partials are
+// combined in rank order. Kernels built for older GPUs (or launched without
+// a cluster) run one block per row with the same code.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "plugins/samplers/cuda/block_reduce.cuh"
+
+namespace aph::samplers::cuda {
+
+constexpr int kRowBlocks = 8;  // the portable maximum cluster size
+
+// This thread's first element of the row, and the stride between its elements.
+__device__ inline int64_t split_first() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline int64_t split_step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// Reduces v over every thread of the row's cluster; all of them get the result.
+template <typename T, typename Op>
+__device__ T split_reduce(T v, Op op, T identity) {
+  v = block_reduce(v, op, identity);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (gridDim.x > 1) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    __shared__ T slot;
+    if (threadIdx.x == 0) slot = v;
+    cluster.sync();
+    T r = identity;
+    for (unsigned b = 0; b < gridDim.x; ++b) r = op(r, *cluster.map_shared_rank(&slot, b));
+    // No block may leave, or reuse its slot, while another still reads it.
+    cluster.sync();
+    v = r;
+  }
+#endif
+  return v;
+}
+
+__device__ inline float split_max(const float* x, int64_t vocab) {
+  float m = -FLT_MAX;
+  for (int64_t i = split_first(); i < vocab; i += split_step()) m = fmaxf(m, x[i]);
+  return split_reduce(m, MaxOp{}, -FLT_MAX);
+}
+
+__device__ inline double split_sum(double v) { return split_reduce(v, SumOp{}, 0.0); }
+
+// sum(exp(x - m)) over the row, in double.
+__device__ inline double split_partition(const float* x, int64_t vocab, float m) {
+  double z = 0;
+  for (int64_t i = split_first(); i < vocab; i += split_step()) z += exp(static_cast<double>(x[i]) - m);
+  return split_sum(z);
+}
+
+struct ArgMaxOp {
+  __device__ ArgMax operator()(ArgMax a, ArgMax b) const { return better(a, b); }
+};
+
+// The row's (value, index) argmax; ties go to the lowest index.
+__device__ inline ArgMax split_argmax(ArgMax v) {
+  v = block_argmax(v);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (gridDim.x > 1) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    __shared__ ArgMax slot;
+    if (threadIdx.x == 0) slot = v;
+    cluster.sync();
+    ArgMax r{0.0, -1};
+    for (unsigned b = 0; b < gridDim.x; ++b) r = better(r, *cluster.map_shared_rank(&slot, b));
+    cluster.sync();
+    v = r;
+  }
+#endif
+  return v;
+}
+
+// Blocks per row for this device: kRowBlocks where clusters exist (sm_90+).
+int row_blocks(int device);
+
+// Launches kernel over grid (row_blocks, rows) as clusters of row_blocks.
+template <typename... Params, typename... Args>
+std::string launch_split(void (*kernel)(Params...), int32_t rows, void* stream, const char* name, Args... args) {
+  if (rows == 0) return "";
+  int device = 0;
+  cudaGetDevice(&device);
+  const int blocks = row_blocks(device);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(rows));
+  config.blockDim = dim3(kThreads);
+  config.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(blocks);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = blocks > 1 ? 1 : 0;
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, args...);
+  if (e != cudaSuccess) return std::string(name) + ": " + cudaGetErrorString(e);
+  return launch_error(name);
+}
+
+}  // namespace aph::samplers::cuda

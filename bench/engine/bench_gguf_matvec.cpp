@@ -1,16 +1,21 @@
-// aph_bench_gguf_matvec: the GGUF plugin's batch-1 CUDA matvec (int8 dot
+// aph_bench_gguf_matvec: the GGUF plugin's small-batch CUDA matvec (int8 dot
 // products on the quantized blocks) on the Llama-3-8B and SmolLM2-135M
 // shapes, as time and as weight bytes read per second against the measured
-// copy bandwidth. The activation quantization that precedes each call is timed
-// too. Weights are random bytes in the device layout (the speed does not
-// depend on the values); each call uses the next of enough copies that the
-// reads come from HBM, not L2.
+// copy bandwidth: the matvec alone, and together with the activation
+// quantization that precedes it in a linear ("+quant"; the two overlap when
+// launched as dependents, APH_PDL unset or 1). Weights are random bytes in the
+// device layout (the speed does not depend on the values); each call uses
+// the next of enough copies that the reads come from HBM, not L2. Calls are
+// timed as a CUDA graph (as the engine runs decode), so launch gaps do not
+// hide the small shapes.
 //
 //   aph_bench_gguf_matvec [--copy-gbps X]
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,7 +35,7 @@ void launch_ok(int e, const char* what) { cuda_ok(static_cast<cudaError_t>(e), w
 struct Case {
   const char* type_name;
   uint32_t type;
-  int64_t n, k;
+  int64_t n, k, m;
 };
 
 uint8_t* random_device_bytes(size_t bytes) {
@@ -46,33 +51,69 @@ uint8_t* random_device_bytes(size_t bytes) {
   return static_cast<uint8_t*>(dev);
 }
 
+// Milliseconds per call of `launch` (which issues one kernel), captured
+// `calls` times into a CUDA graph so that launch gaps do not count.
+double graph_ms_per_call(cudaStream_t stream, int calls, const std::function<void(int)>& launch) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  for (int i = 0; i < calls; ++i) launch(i);
+  cuda_ok(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+  cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  const int reps = 5;
+  const double ms = aph::bench::time_stream_ms(stream, reps, [&] {
+    cuda_ok(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+  });
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return ms / (reps * calls);
+}
+
 int run(double copy_gbps) {
   cudaStream_t stream;
   cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   const Case cases[] = {
-      {"Q4_K", 12, 4096, 4096},  {"Q4_K", 12, 1024, 4096}, {"Q4_K", 12, 14336, 4096}, {"Q4_K", 12, 4096, 14336},
-      {"Q6_K", 14, 1024, 4096},  {"Q6_K", 14, 4096, 14336}, {"Q8_0", 8, 4096, 4096},   {"Q4_0", 2, 4096, 4096},
-      {"Q4_1", 3, 576, 576},     {"Q4_1", 3, 1536, 576},    {"Q4_1", 3, 576, 1536},    {"Q8_0", 8, 49152, 576},
+      {"Q4_K", 12, 4096, 4096, 1},   {"Q4_K", 12, 1024, 4096, 1},  {"Q4_K", 12, 14336, 4096, 1},
+      {"Q4_K", 12, 4096, 14336, 1},  {"Q4_K", 12, 128256, 4096, 1}, {"Q6_K", 14, 1024, 4096, 1},
+      {"Q6_K", 14, 4096, 4096, 1},   {"Q6_K", 14, 4096, 14336, 1},  {"Q6_K", 14, 128256, 4096, 1},
+      {"Q5_K", 13, 4096, 4096, 1},   {"Q5_K", 13, 14336, 4096, 1},  {"Q8_0", 8, 4096, 4096, 1},
+      {"Q8_0", 8, 14336, 4096, 1},   {"Q4_0", 2, 4096, 4096, 1},    {"Q4_1", 3, 576, 576, 1},
+      {"Q4_1", 3, 1536, 576, 1},     {"Q4_1", 3, 576, 1536, 1},     {"Q8_0", 8, 49152, 576, 1},
+      {"Q4_K", 12, 4096, 4096, 4},   {"Q4_K", 12, 14336, 4096, 8},  {"Q6_K", 14, 4096, 14336, 8},
   };
-  constexpr int64_t kMaxK = 14336;
+  constexpr int64_t kMaxK = 14336, kMaxN = 128256, kMaxM = 8;
   void* x = nullptr;
   int8_t* xq = nullptr;
   float *xd = nullptr, *xs = nullptr;
   void* y = nullptr;
-  cuda_ok(cudaMalloc(&x, kMaxK * 2), "cudaMalloc");
-  cuda_ok(cudaMemset(x, 0, kMaxK * 2), "cudaMemset");
-  cuda_ok(cudaMalloc(&xq, kMaxK), "cudaMalloc");
-  cuda_ok(cudaMalloc(&xd, kMaxK / 32 * sizeof(float)), "cudaMalloc");
-  cuda_ok(cudaMalloc(&xs, kMaxK / 16 * sizeof(float)), "cudaMalloc");
-  cuda_ok(cudaMalloc(&y, 65536 * 2), "cudaMalloc");
-  launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, 1, kMaxK, xq, xd, xs, stream), "quantize_act");
+  {
+    // Random activations: zeros could take shortcuts real data does not.
+    std::vector<uint16_t> xh(kMaxM * kMaxK);
+    std::mt19937 gen(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& v : xh) {
+      const float f = normal(gen);
+      uint32_t bits = 0;
+      std::memcpy(&bits, &f, 4);
+      v = static_cast<uint16_t>(bits >> 16);  // bf16 by truncation
+    }
+    cuda_ok(cudaMalloc(&x, xh.size() * 2), "cudaMalloc");
+    cuda_ok(cudaMemcpy(x, xh.data(), xh.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  cuda_ok(cudaMalloc(&xq, kMaxM * kMaxK), "cudaMalloc");
+  cuda_ok(cudaMalloc(&xd, kMaxM * kMaxK / 32 * sizeof(float)), "cudaMalloc");
+  cuda_ok(cudaMalloc(&xs, kMaxM * kMaxK / 16 * sizeof(float)), "cudaMalloc");
+  cuda_ok(cudaMalloc(&y, kMaxM * kMaxN * 2), "cudaMalloc");
 
-  std::printf("GGUF CUDA matvec, batch 1, bf16 activations (copy ceiling %.0f GB/s read+write)\n", copy_gbps);
-  std::printf("%-6s %-16s %9s %9s %8s\n", "type", "[N x K]", "us", "GB/s", "of copy");
+  std::printf("GGUF CUDA matvec, bf16 activations, CUDA graph of calls (copy ceiling %.0f GB/s read+write)\n",
+              copy_gbps);
+  std::printf("%-6s %-16s %2s %9s %9s %8s  %9s %8s\n", "type", "[N x K]", "M", "us", "GB/s", "of copy",
+              "+quant us", "of copy");
   for (const Case& c : cases) {
     aph::gguf::DeviceLayout layout{};
     if (!aph::gguf::device_layout(c.type, &layout)) continue;
-    const size_t bytes = static_cast<size_t>(c.n) * (c.k / layout.block_elems) * layout.stride;
+    launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, c.m, c.k, xq, xd, xs, stream), "quantize_act");
+    const size_t bytes = static_cast<size_t>(c.n) * aph::gguf::device_row_bytes(layout, c.k / layout.block_elems);
     const int copies = static_cast<int>(std::max<size_t>(1, (512ull << 20) / bytes));
     std::vector<uint8_t*> w;
     w.push_back(random_device_bytes(bytes));
@@ -82,23 +123,29 @@ int run(double copy_gbps) {
       cuda_ok(cudaMemcpy(d, w[0], bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
       w.push_back(d);
     }
-    size_t i = 0;
-    const int iters = 4 * copies;
-    const double ms = aph::bench::time_stream_ms(stream, iters, [&] {
-                        launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i++ % w.size()], c.n, c.k, xq, xd, xs, 1,
-                                                                 nullptr, y, true, stream),
-                                  "matvec");
-                      }) / iters;
+    const double ms = graph_ms_per_call(stream, std::max(8, 2 * copies), [&](int i) {
+      launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, xq, xd, xs, c.m, nullptr, y,
+                                               true, stream),
+                "matvec");
+    });
+    // The pair the linear runs: quantize x, then the matvec (overlapping
+    // when launched as dependents, core/common/cuda_pdl.cuh).
+    const double pair_ms = graph_ms_per_call(stream, std::max(8, 2 * copies), [&](int i) {
+      launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, c.m, c.k, xq, xd, xs, stream), "quantize_act");
+      launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, xq, xd, xs, c.m, nullptr, y,
+                                               true, stream),
+                "matvec");
+    });
     char shape[32];
     std::snprintf(shape, sizeof shape, "[%lld x %lld]", static_cast<long long>(c.n), static_cast<long long>(c.k));
-    std::printf("%-6s %-16s %9.1f %9.0f %7.0f%%\n", c.type_name, shape, ms * 1e3, bytes / (ms * 1e6),
-                100 * bytes / (ms * 1e6) / copy_gbps);
+    std::printf("%-6s %-16s %2lld %9.1f %9.0f %7.0f%%  %9.1f %7.0f%%\n", c.type_name, shape,
+                static_cast<long long>(c.m), ms * 1e3, bytes / (ms * 1e6), 100 * bytes / (ms * 1e6) / copy_gbps,
+                pair_ms * 1e3, 100 * bytes / (pair_ms * 1e6) / copy_gbps);
     for (uint8_t* d : w) cudaFree(d);
   }
-  const double q_ms = aph::bench::time_stream_ms(stream, 200, [&] {
-                        launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, 1, 4096, xq, xd, xs, stream),
-                                  "quantize_act");
-                      }) / 200;
+  const double q_ms = graph_ms_per_call(stream, 100, [&](int) {
+    launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, 1, 4096, xq, xd, xs, stream), "quantize_act");
+  });
   std::printf("activation quantization, 1 x 4096: %.1f us a call\n", q_ms * 1e3);
   cudaFree(x);
   cudaFree(xq);

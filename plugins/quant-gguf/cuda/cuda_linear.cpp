@@ -112,10 +112,10 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_
       state.services->device_free(state.services->host, device, raw);
       check_cuda(rc, "linear " + name_ + ": upload");
     } else {
-      const uint64_t blocks = static_cast<uint64_t>(n) * (k / layout.block_elems);
-      weight_bytes_ = blocks * layout.stride;
+      const uint64_t blocks_per_row = static_cast<uint64_t>(k / layout.block_elems);
+      weight_bytes_ = static_cast<uint64_t>(n) * device_row_bytes(layout, blocks_per_row);
       std::vector<uint8_t> host(weight_bytes_);
-      repack_blocks(layout, weight, blocks, host.data());
+      repack_rows(layout, weight, static_cast<uint64_t>(n), blocks_per_row, host.data());
       weight_ = alloc(state, device, weight_bytes_, "linear " + name_);
       // The kernels use up to 16-byte loads inside blocks.
       if (reinterpret_cast<uintptr_t>(weight_) % 16 != 0)

@@ -3,8 +3,9 @@
 // int plus an affine map per 16 elements: w = a[h]*q + b[h], h = half.
 // kHasMin says whether b can be non-zero (the reference then adds it; for the
 // other types it only multiplies, which matters for the sign of zero).
-// Every kernel (matvec, dequantize, get_rows) goes through these, so the
-// bit layouts of FORMATS.md §2.2 live in one place on the GPU.
+// Dequantize, get_rows and the generic matvec go through these; the fast
+// matvecs of the common types (vecdot.cuh) read whole 16-byte pieces instead
+// and must agree with them (the GPU tests compare both with the CPU).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -211,14 +212,17 @@ struct Decoder<13> {  // Q5_K: d@0 dmin@2 scales@4 qh@16 qs@48
   }
 };
 
+// Q6_K rows are split (device_layout.hpp): ql+qh of block b @192b, its
+// scales @192nb+16b, its d @208nb+2b, for nb blocks in the row.
 template <>
-struct Decoder<14> {  // Q6_K: ql@0 qh@128 scales@192 d@208
-  static constexpr int kBlock = 256, kStride = 212;
-  static constexpr bool kHasMin = false;
-  __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
+struct Decoder<14> {
+  static constexpr int kBlock = 256, kBytes = 210;
+  static constexpr bool kHasMin = false, kSplit = true;
+  __device__ static void chunk(const uint8_t* row, int64_t nb, int64_t blk, int j, Chunk& c) {
+    const uint8_t* b = row + 192 * blk;
     const int h = j / 4, u = j % 4;
-    float d = ld_f16(b + 208);
-    const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
+    float d = ld_f16(row + 208 * nb + 2 * blk);
+    const int8_t* scales = reinterpret_cast<const int8_t*>(row + 192 * nb + 16 * blk);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       c.a[k] = d * static_cast<float>(scales[8 * h + 2 * u + k]);
@@ -265,6 +269,36 @@ struct Decoder<23> {  // IQ4_XS: d@0 scales_h@2 scales_l@4 qs@8
     }
   }
 };
+
+template <typename D, typename = void>
+struct IsSplit {
+  static constexpr bool value = false;
+};
+template <typename D>
+struct IsSplit<D, decltype(void(D::kSplit))> {
+  static constexpr bool value = D::kSplit;
+};
+
+// Bytes of a device row of nb blocks (device_layout.hpp's device_row_bytes).
+template <int TYPE>
+__host__ __device__ constexpr int64_t row_bytes(int64_t nb) {
+  using D = Decoder<TYPE>;
+  if constexpr (IsSplit<D>::value)
+    return (nb * D::kBytes + 15) / 16 * 16;
+  else
+    return nb * D::kStride;
+}
+
+// Chunk j of block blk of a row of nb blocks, for either layout.
+template <int TYPE>
+__device__ __forceinline__ void decode_chunk(const uint8_t* row, int64_t nb, int64_t blk, int j,
+                                             Chunk& c) {
+  using D = Decoder<TYPE>;
+  if constexpr (IsSplit<D>::value)
+    D::chunk(row, nb, blk, j, c);
+  else
+    D::chunk(row + blk * D::kStride, j, c);
+}
 
 template <int T>
 struct TypeTag {

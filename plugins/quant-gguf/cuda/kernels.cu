@@ -1,37 +1,28 @@
-// GGUF CUDA kernels: activation quantization, the small-batch matvec (integer
-// dot products on int8 codes, like llama.cpp's MMVQ: weights are read once and
-// x costs one byte per element), dequantization to F16/BF16 for the
-// prefill GEMM and for get_rows, and small helpers.
+// GGUF CUDA kernels: activation quantization, the generic small-batch matvec
+// (integer dot products on int8 codes, like llama.cpp's MMVQ: weights are
+// read once and x costs one byte per element; Q4_K/Q5_K/Q6_K have a faster
+// one in matvec_fast.cu), dequantization to F16/BF16 for the prefill GEMM and
+// for get_rows, and small helpers.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "core/common/cuda_pdl.cuh"
 #include "plugins/quant-gguf/cuda/decode.cuh"
+#include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/kernels.hpp"
+#include "plugins/quant-gguf/cuda/matvec_fast.hpp"
 
 namespace aph::gguf::cuda {
 
 namespace {
 
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
+// Launched as a dependent (core/common/cuda_pdl.cuh); lets the matvec after
+// it start loading weights at once.
 template <typename T>
 __global__ void quantize_act_kernel(const T* x, int64_t nblocks, int8_t* xq, float* xd, float* xs) {
+  cuda_pdl::allow_dependents();
+  cuda_pdl::wait_for_producer();
   const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (blk >= nblocks) return;  // uniform per warp
@@ -68,12 +59,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
                   const float* __restrict__ xd, const float* __restrict__ xs, int m,
                   const float* __restrict__ bias, T* __restrict__ y) {
   using D = Decoder<TYPE>;
+  cuda_pdl::allow_dependents();
+  cuda_pdl::wait_for_producer();  // launched as a dependent: only the launch overlaps
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (row >= n) return;
   constexpr int kChunksPerBlock = D::kBlock / 32;
   const int64_t chunks = k / 32;
-  const uint8_t* wrow = w + row * (k / D::kBlock) * D::kStride;
+  const int64_t nb = k / D::kBlock;
+  const uint8_t* wrow = w + row * row_bytes<TYPE>(nb);
   float acc[MT];
 #pragma unroll
   for (int i = 0; i < MT; ++i) acc[i] = 0.0f;
@@ -82,7 +76,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 #pragma unroll
     for (int u = 0; u < kMatvecDepth; ++u) {
       const int64_t c = c0 + 32 * u;
-      if (c < chunks) D::chunk(wrow + (c / kChunksPerBlock) * D::kStride, static_cast<int>(c % kChunksPerBlock), ch[u]);
+      if (c < chunks)
+        decode_chunk<TYPE>(wrow, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock),
+                           ch[u]);
     }
 #pragma unroll
     for (int u = 0; u < kMatvecDepth; ++u) {
@@ -137,9 +133,10 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, int64_t n, in
     return;
   }
   constexpr int kChunksPerBlock = D::kBlock / 32;
+  const int64_t nb = k / D::kBlock;
   Chunk ch;
-  D::chunk(w + r * (k / D::kBlock) * D::kStride + (c / kChunksPerBlock) * D::kStride,
-           static_cast<int>(c % kChunksPerBlock), ch);
+  decode_chunk<TYPE>(w + r * row_bytes<TYPE>(nb), nb, c / kChunksPerBlock,
+                     static_cast<int>(c % kChunksPerBlock), ch);
 #pragma unroll
   for (int e = 0; e < 32; ++e) {
     const int q = static_cast<int8_t>(ch.q[e / 4] >> (8 * (e % 4)));
@@ -187,17 +184,23 @@ template <typename T>
 int matvec_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
                  const float* xd, const float* xs, int64_t m, const float* bias, T* y,
                  cudaStream_t s) {
+  cudaError_t rc = cudaSuccess;
   bool ok = dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
-    const unsigned grid = grid_for(n, kWarpsPerBlock);
-    if (m == 1)
-      matvec_kernel<kType, 1, T><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, n, k, xq, xd, xs, 1, bias, y);
-    else
-      matvec_kernel<kType, 8, T><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, n, k, xq, xd, xs,
-                                                                      static_cast<int>(m), bias, y);
+    if constexpr (has_fast_matvec(kType)) {
+      rc = cudaErrorInvalidValue;  // launch_matvec sends these to matvec_fast.cu
+    } else {
+      const dim3 grid(grid_for(n, kWarpsPerBlock)), block(kWarpsPerBlock * 32);
+      if (m == 1)
+        rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 1, T>, grid, block, 0, s, w, n, k, xq,
+                                        xd, xs, 1, bias, y);
+      else
+        rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 8, T>, grid, block, 0, s, w, n, k, xq,
+                                        xd, xs, static_cast<int>(m), bias, y);
+    }
   });
   if (!ok) return static_cast<int>(cudaErrorInvalidValue);
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(rc);
 }
 
 template <typename T>
@@ -221,18 +224,23 @@ int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* 
                         float* xs, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const int64_t nblocks = m * k / 32;
-  const unsigned grid = grid_for(nblocks * 32, 256);
+  const dim3 grid(grid_for(nblocks * 32, 256)), block(256);
   if (bf16)
-    quantize_act_kernel<<<grid, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(x), nblocks, xq, xd, xs);
-  else
-    quantize_act_kernel<<<grid, 256, 0, s>>>(static_cast<const __half*>(x), nblocks, xq, xd, xs);
-  return static_cast<int>(cudaGetLastError());
+    return static_cast<int>(cuda_pdl::launch_dependent(quantize_act_kernel<__nv_bfloat16>, grid,
+                                                       block, 0, s,
+                                                       static_cast<const __nv_bfloat16*>(x),
+                                                       nblocks, xq, xd, xs));
+  return static_cast<int>(cuda_pdl::launch_dependent(quantize_act_kernel<__half>, grid, block, 0, s,
+                                                     static_cast<const __half*>(x), nblocks, xq,
+                                                     xd, xs));
 }
 
 int launch_matvec(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
                   const float* xd, const float* xs, int64_t m, const float* bias, void* y, bool bf16,
                   void* stream) {
   if (m < 1 || m > 8) return static_cast<int>(cudaErrorInvalidValue);
+  if (has_fast_matvec(type))
+    return launch_fast_matvec(type, w, n, k, xq, xd, xs, m, bias, y, bf16, stream);
   auto s = static_cast<cudaStream_t>(stream);
   if (bf16)
     return matvec_typed(type, w, n, k, xq, xd, xs, m, bias, static_cast<__nv_bfloat16*>(y), s);

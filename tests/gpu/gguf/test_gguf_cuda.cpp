@@ -1,6 +1,7 @@
 // CUDA linear and get_rows against the CPU implementation for every ggml
 // type, F16 and BF16 activations, M in {1,2,4,8,16,64,512} (matvec slices and
-// the dequantize + cuBLAS path).
+// the dequantize + cuBLAS path), and the matvec's tails (odd row counts,
+// odd numbers of blocks per row, every M of a slice).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -75,13 +76,18 @@ class GgufCuda : public ::testing::TestWithParam<Param> {
 
 }  // namespace
 
-TEST_P(GgufCuda, ForwardMatchesCpu) {
-  const auto [type, bf16] = GetParam();
-  const int64_t k = 512, n = 200;
+namespace {
+
+// Runs the CUDA linear on random x for each m and checks y against a double
+// dot product of the CPU-dequantized rows.
+// x_offset: x starts that many elements into its allocation (2-byte
+// aligned only when odd).
+void check_forward(PluginState& state, cudaStream_t stream, uint32_t type, bool bf16, int64_t n, int64_t k,
+                   const std::vector<int64_t>& ms, bool with_bias, int64_t x_offset = 0) {
   const int32_t act = bf16 ? APH_DTYPE_BF16 : APH_DTYPE_F16;
-  auto w = test_data::random_rows(type, n, k, 42 + type);
+  auto w = test_data::random_rows(type, n, k, 42 + type + static_cast<uint32_t>(k + n));
   std::vector<float> bias(n);
-  for (int64_t j = 0; j < n; ++j) bias[j] = 0.05f * static_cast<float>(j % 11) - 0.2f;
+  for (int64_t j = 0; j < n; ++j) bias[j] = with_bias ? 0.05f * static_cast<float>(j % 11) - 0.2f : 0.0f;
   aph_weight_info wi = weight_info(type, n, k, w);
   if (type == kF32 || type == kF16 || type == kBF16) wi.dtype = type == kF32 ? APH_DTYPE_F32 : type == kF16 ? APH_DTYPE_F16 : APH_DTYPE_BF16;
   aph_weight_info bi{};
@@ -101,32 +107,34 @@ TEST_P(GgufCuda, ForwardMatchesCpu) {
   d.act_dtype = act;
   d.n_parts = 1;
   d.parts = &wi;
-  d.bias = &bi;
-  d.stream = stream_;
-  Linear gpu(state_, d);
+  d.bias = with_bias ? &bi : nullptr;
+  d.stream = stream;
+  Linear gpu(state, d);
 
   std::vector<float> wf(n * k);
   for (int64_t j = 0; j < n; ++j)
     dequantize_row(type, w.data() + j * (w.size() / n), wf.data() + j * k, k);
 
-  std::mt19937 rng(5);
+  std::mt19937 rng(5 + static_cast<uint32_t>(k));
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (int64_t m : {1, 2, 4, 8, 16, 64, 512}) {
+  for (int64_t m : ms) {
     std::vector<uint16_t> xh(m * k), yh(m * n);
     std::vector<float> x(m * k);
     for (int64_t i = 0; i < m * k; ++i) {
       xh[i] = to_act(normal(rng), bf16);
       x[i] = from_act(xh[i], bf16);
     }
-    void *xd = nullptr, *yd = nullptr;
-    ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
+    void *xalloc = nullptr, *yd = nullptr;
+    ASSERT_EQ(cudaMalloc(&xalloc, (m * k + x_offset) * 2), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&yd, m * n * 2), cudaSuccess);
+    void* xd = static_cast<uint16_t*>(xalloc) + x_offset;
     cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
+    cudaMemset(yd, 0xFF, m * n * 2);  // NaN: an output the kernel skips fails
     aph_tensor xt = view(xd, act, 0, {m, k}), yt = view(yd, act, 0, {m, n});
-    gpu.forward(xt, yt, stream_);
-    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    gpu.forward(xt, yt, stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     cudaMemcpy(yh.data(), yd, m * n * 2, cudaMemcpyDeviceToHost);
-    cudaFree(xd);
+    cudaFree(xalloc);
     cudaFree(yd);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
@@ -139,14 +147,16 @@ TEST_P(GgufCuda, ForwardMatchesCpu) {
         // output rounding of F16/BF16.
         double tol = 1e-2 * mag + (bf16 ? 8e-3 : 1e-3) * std::fabs(ref) + 1e-4;
         ASSERT_NEAR(from_act(yh[i * n + j], bf16), ref, tol)
-            << type_traits(type)->name << (bf16 ? " bf16" : " f16") << " m=" << m << " row " << i << " col " << j;
+            << type_traits(type)->name << (bf16 ? " bf16" : " f16") << " n=" << n << " k=" << k << " m=" << m
+            << " x_offset=" << x_offset << " row " << i << " col " << j;
       }
   }
 }
 
-TEST_P(GgufCuda, GetRowsMatchesCpu) {
-  const auto [type, bf16] = GetParam();
-  const int64_t k = 512, n = 40;
+// Dequantized rows (get_rows, and the prefill's tiles) equal the CPU's
+// exactly; k = 768 pads Q6_K's split rows between rows.
+void check_get_rows(PluginState& state, cudaStream_t stream, uint32_t type, bool bf16, int64_t k) {
+  const int64_t n = 40;
   const int32_t act = bf16 ? APH_DTYPE_BF16 : APH_DTYPE_F16;
   auto w = test_data::random_rows(type, n, k, 7 + type);
   aph_weight_info wi = weight_info(type, n, k, w);
@@ -160,8 +170,8 @@ TEST_P(GgufCuda, GetRowsMatchesCpu) {
   d.act_dtype = act;
   d.n_parts = 1;
   d.parts = &wi;
-  d.stream = stream_;
-  Linear gpu(state_, d);
+  d.stream = stream;
+  Linear gpu(state, d);
   std::vector<int32_t> ids = {39, 0, 17, 17, 5};
   const int64_t m = ids.size();
   void *idd = nullptr, *od = nullptr;
@@ -169,8 +179,8 @@ TEST_P(GgufCuda, GetRowsMatchesCpu) {
   cudaMalloc(&od, m * k * 2);
   cudaMemcpy(idd, ids.data(), m * 4, cudaMemcpyHostToDevice);
   aph_tensor it = view(idd, APH_DTYPE_I32, 0, {m}), ot = view(od, act, 0, {m, k});
-  gpu.get_rows(it, ot, stream_);
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  gpu.get_rows(it, ot, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   std::vector<uint16_t> out(m * k);
   cudaMemcpy(out.data(), od, m * k * 2, cudaMemcpyDeviceToHost);
   cudaFree(idd);
@@ -180,7 +190,36 @@ TEST_P(GgufCuda, GetRowsMatchesCpu) {
     dequantize_row(type, w.data() + ids[i] * (w.size() / n), ref.data(), k);
     for (int64_t c = 0; c < k; ++c)
       ASSERT_EQ(out[i * k + c], to_act(ref[c], bf16))
-          << type_traits(type)->name << " row " << ids[i] << " col " << c;
+          << type_traits(type)->name << " k=" << k << " row " << ids[i] << " col " << c;
+  }
+}
+
+}  // namespace
+
+TEST_P(GgufCuda, ForwardMatchesCpu) {
+  const auto [type, bf16] = GetParam();
+  check_forward(state_, stream_, type, bf16, 200, 512, {1, 2, 4, 8, 16, 64, 512}, true);
+}
+
+// The matvec's tails: rows not a multiple of the rows per CTA, k of an odd
+// number of 256-blocks (a warp step covers several blocks), k of several
+// steps, every m of one slice; batch 1 from an x that is not 16-byte
+// aligned (the fast types then quantize x in a kernel of its own).
+TEST_P(GgufCuda, MatvecShapesMatchCpu) {
+  const auto [type, bf16] = GetParam();
+  const int64_t shapes[][2] = {{37, 256}, {61, 768}, {9, 2304}, {130, 4096}, {5, 14336}};
+  for (const auto& s : shapes) {
+    check_forward(state_, stream_, type, bf16, s[0], s[1], {1, 2, 3, 5, 8, 9}, s[0] % 2 == 1);
+    if (HasFatalFailure()) return;
+  }
+  check_forward(state_, stream_, type, bf16, 61, 2304, {1}, true, 1);
+}
+
+TEST_P(GgufCuda, GetRowsMatchesCpu) {
+  const auto [type, bf16] = GetParam();
+  for (int64_t k : {512, 768}) {
+    check_get_rows(state_, stream_, type, bf16, k);
+    if (HasFatalFailure()) return;
   }
 }
 

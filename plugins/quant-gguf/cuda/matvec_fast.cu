@@ -1,0 +1,180 @@
+// Fast small-batch matvec (m <= 8) for the k-quants of vecdot.cuh. A warp
+// computes kRowsPerWarp output rows; each step it covers 32 / kLanes
+// consecutive blocks of each row, kLanes lanes per block, all of a step's
+// weight loads issued before its arithmetic. At batch 1 the speed is the
+// weight bytes in flight per SM, which the registers bound: two rows of one
+// step per warp measured best on the H200 (more steps or rows in flight per
+// warp cost more occupancy than they gained, and splitting a row's blocks
+// between the warps of a CTA gained nothing).
+//
+// Launched as a dependent (core/common/cuda_pdl.cuh): the first step's
+// weights stream while the activation quantization before it still runs.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/common/cuda_pdl.cuh"
+#include "plugins/quant-gguf/cuda/device_math.cuh"
+#include "plugins/quant-gguf/cuda/matvec_fast.hpp"
+#include "plugins/quant-gguf/cuda/vecdot.cuh"
+
+namespace aph::gguf::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;  // per CTA
+constexpr int kRowsPerWarp = 2;
+
+// One step of R rows: weights wv already loaded for block blk; adds the
+// dot products with the m <= MT activation rows to acc.
+template <class P, int MT, int R>
+__device__ __forceinline__ void step(const typename P::W (&wv)[R], int64_t blk, int part,
+                                     const int8_t* xq, const float* xd, const float* xs, int64_t k,
+                                     int m, float (&acc)[R][MT]) {
+  if constexpr (MT == 1) {
+    // Unpack next to each use: holding every row's codes costs registers.
+    typename P::X xv;
+    P::load_x(xq, xd, xs, blk, part, xv);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      typename P::C c;
+      P::unpack(wv[r], part, c);
+      acc[r][0] += P::dot(c, xv);
+    }
+  } else {
+    // Unpack once for all activation rows.
+    typename P::C c[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) P::unpack(wv[r], part, c[r]);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      if (i < m) {
+        typename P::X xv;
+        P::load_x(xq + i * k, xd + i * (k / 32), xs + i * (k / 16), blk, part, xv);
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r][i] += P::dot(c[r], xv);
+      }
+    }
+  }
+}
+
+template <class P, int R>
+__device__ __forceinline__ void load_step(const uint8_t* const (&wrow)[R], int64_t nb, int64_t blk,
+                                          int part, typename P::W (&wv)[R]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) P::load_w(wrow[r], nb, blk, part, wv[r]);
+}
+
+// y[i, row0 + r] from the lane sums (all lanes call: warp shuffles).
+template <int MT, int R, typename T>
+__device__ __forceinline__ void store_rows(float (&acc)[R][MT], int m, int64_t n, int64_t row0,
+                                           const float* bias, T* y) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      if (i < m) {  // uniform: m is a kernel argument
+        const float v = warp_sum(acc[r][i]);
+        if (threadIdx.x % 32 == 0 && row0 + r < n)
+          y[i * n + row0 + r] = from_float<T>(v + (bias ? bias[row0 + r] : 0.0f));
+      }
+    }
+}
+
+template <class P, int R>
+__device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_t nb, int64_t row0,
+                                             const uint8_t* (&wrow)[R]) {
+  // Rows past n (last warp only) re-read row n-1 and are never stored.
+#pragma unroll
+  for (int r = 0; r < R; ++r) wrow[r] = w + min(row0 + r, n - 1) * P::row_bytes(nb);
+}
+
+// y = W · x for the m <= MT activation rows that quantize_act_kernel wrote
+// (xq, xd, xs). m == 1: P::kMinCtas CTAs per SM bound the registers (what
+// measured best per type); m > 1: at most 128 registers (4 CTAs per SM)
+// rather than every activation row's loads hoisted at once.
+template <class P, int MT, int R, typename T>
+__global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
+    matvec_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t nb,
+                  const int8_t* __restrict__ xq, const float* __restrict__ xd,
+                  const float* __restrict__ xs, int m, const float* __restrict__ bias,
+                  T* __restrict__ y) {
+  cuda_pdl::allow_dependents();
+  constexpr int kPerStep = 32 / P::kLanes;
+  const int lane = threadIdx.x % 32;
+  const int slot = lane / P::kLanes, part = lane % P::kLanes;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
+  if (row0 >= n) return;  // the whole warp; it touches nothing
+  const uint8_t* wrow[R];
+  row_pointers<P, R>(w, n, nb, row0, wrow);
+  typename P::W wv[R];
+  if (slot < nb) load_step<P, R>(wrow, nb, slot, part, wv);
+  cuda_pdl::wait_for_producer();  // x (and y) belong to the kernels before
+
+  float acc[R][MT] = {};
+  for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
+    const int64_t blk = b0 + slot;
+    if (blk < nb) {  // this lane only: no shuffles inside the loop
+      if (b0 > 0) load_step<P, R>(wrow, nb, blk, part, wv);
+      step<P, MT, R>(wv, blk, part, xq, xd, xs, 256 * nb, m, acc);
+    }
+  }
+  store_rows<MT, R>(acc, m, n, row0, bias, y);
+}
+
+unsigned grid_rows(int64_t n, int rows_per_cta) {
+  return static_cast<unsigned>((n + rows_per_cta - 1) / rows_per_cta);
+}
+
+template <class P, typename T>
+cudaError_t launch_typed(const uint8_t* w, int64_t n, int64_t nb, const int8_t* xq, const float* xd,
+                         const float* xs, int m, const float* bias, T* y, cudaStream_t s) {
+  constexpr int R = kRowsPerWarp;
+  const dim3 grid(grid_rows(n, R * kWarps)), block(kWarps * 32);
+  if (m > 1)
+    return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, w, n, nb, xq,
+                                      xd, xs, m, bias, y);
+  return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, w, n, nb, xq, xd,
+                                    xs, 1, bias, y);
+}
+
+// Calls f(P{}) for a type with has_fast_matvec.
+template <typename F>
+void dispatch_fast(uint32_t type, F&& f) {
+  switch (type) {
+    case 12:
+      f(VecQ4K{});
+      break;
+    case 13:
+      f(VecQ5K{});
+      break;
+    case 14:
+      f(VecQ6K{});
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+int launch_fast_matvec(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
+                       const float* xd, const float* xs, int64_t m, const float* bias, void* y,
+                       bool bf16, void* stream) {
+  if (m < 1 || m > 8 || k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);
+  auto s = static_cast<cudaStream_t>(stream);
+  const int mi = static_cast<int>(m);
+  cudaError_t rc = cudaErrorInvalidValue;
+  dispatch_fast(type, [&](auto p) {
+    using P = decltype(p);
+    if (bf16)
+      rc = launch_typed<P>(w, n, k / 256, xq, xd, xs, mi, bias, static_cast<__nv_bfloat16*>(y), s);
+    else
+      rc = launch_typed<P>(w, n, k / 256, xq, xd, xs, mi, bias, static_cast<__half*>(y), s);
+  });
+  return static_cast<int>(rc);
+}
+
+}  // namespace aph::gguf::cuda

@@ -1,0 +1,21 @@
+// The fast small-batch matvec of the common k-quants (Q4_K, Q5_K, Q6_K):
+// whole 16-byte weight pieces per lane, several blocks in flight per warp
+// (matvec_fast.cu). Other types use the generic matvec in kernels.cu.
+#pragma once
+
+#include <cstdint>
+
+namespace aph::gguf::cuda {
+
+constexpr bool has_fast_matvec(uint32_t ggml_type) {
+  return ggml_type == 12 || ggml_type == 13 || ggml_type == 14;
+}
+
+// As launch_matvec (kernels.hpp), for a type with has_fast_matvec; k is a
+// multiple of 256, w, xq, xd and xs are 16-byte aligned. Launched as a
+// dependent of the kernel before (core/common/cuda_pdl.cuh).
+int launch_fast_matvec(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
+                       const float* xd, const float* xs, int64_t m, const float* bias, void* y,
+                       bool bf16, void* stream);
+
+}  // namespace aph::gguf::cuda

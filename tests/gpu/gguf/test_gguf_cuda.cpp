@@ -203,8 +203,8 @@ TEST_P(GgufCuda, ForwardMatchesCpu) {
 
 // The matvec's tails: rows not a multiple of the rows per CTA, k of an odd
 // number of 256-blocks (a warp step covers several blocks), k of several
-// steps, every m of one slice; batch 1 from an x that is not 16-byte
-// aligned (the fast types then quantize x in a kernel of its own).
+// steps, every m of one slice; an x that is only 2-byte aligned (a view
+// one element into its buffer).
 TEST_P(GgufCuda, MatvecShapesMatchCpu) {
   const auto [type, bf16] = GetParam();
   const int64_t shapes[][2] = {{37, 256}, {61, 768}, {9, 2304}, {130, 4096}, {5, 14336}};

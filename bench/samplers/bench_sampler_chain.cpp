@@ -89,6 +89,13 @@ int main() {
       {"temperature", R"({"temperature": 0.8})"},
       {"top_k", R"({"top_k": 40})"},
       {"top_p", R"({"top_p": 0.9})"},
+      // The sorted stages on the few tokens a truncation leaves (the compact
+      // path); top_k alone above is their baseline.
+      {"top_k 100", R"({"top_k": 100})"},
+      {"top_k 100 + tfs", R"({"top_k": 100, "tfs": 0.95})"},
+      {"top_k 100 + skew", R"({"top_k": 100, "skew": 0.1})"},
+      {"top_k 100 + mirostat v1", R"({"top_k": 100, "mirostat_mode": 1, "mirostat_tau": 5, "mirostat_eta": 0.1})"},
+      {"top_k 100 + mirostat v2", R"({"top_k": 100, "mirostat_mode": 2, "mirostat_tau": 5, "mirostat_eta": 0.1})"},
   };
   std::printf("sampler chain, batch %d x vocab %d, %d tokens of history per row\n", kRows, kVocab, kHistory);
   for (const Case& k : cases) {

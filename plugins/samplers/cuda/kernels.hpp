@@ -101,30 +101,63 @@ struct SampleRow {
 std::string launch_sample(LogitsView logits, int32_t n, const SampleRow* rows, int32_t* chosen, void* stream);
 
 // ---- stages over sorted rows (tail-free, skew, mirostat) --------------------
+//
+// Two paths, chosen per row on the device. compact_rows gathers each row's
+// live (not -inf) logits; a row with at most kCompactCap of them is sorted
+// in shared memory by the stage's compact kernel, which marks the others
+// `full`. sort_full_rows then sorts only the marked rows whole (a segmented
+// sort whose other segments are empty) for the stage's full kernel. Both
+// orders are the CPU's std::stable_sort: descending value, ties by ascending
+// id, -0.0 equal to +0.0.
 
-// Active rows sorted by descending logit, ties by ascending id (the CPU's
-// std::stable_sort order): row r of a chunk is logits[r * vocab, (r+1) * vocab)
-// with the token ids alongside. Device memory inside the sort scratch.
+constexpr int32_t kCompactCap = 4096;
+
+// Device scratch of a chunk of active rows (slot r = active row first + r).
+struct CompactRows {
+  uint64_t* keys;   // slot r: kCompactCap (value code, id) keys, unordered
+  int32_t* counts;  // live tokens of slot r; back to 0 after the compact kernel
+  int32_t* full;    // 1: slot r has more than kCompactCap live tokens
+  int32_t* begin;   // slot r's segment for the full sort, empty unless full
+  int32_t* end;
+};
+
+// Slot r of a chunk sorted by sort_full_rows: logits[r * vocab, (r+1) * vocab)
+// with the token ids alongside, valid only where full[r].
 struct SortedRows {
   const float* logits;
   const int32_t* ids;
+  const int32_t* full;
 };
 
-// Device scratch bytes that sort_rows needs for `n` rows.
+// Device scratch bytes that compact_rows and sort_full_rows need for `n`
+// rows (counts apart: compact_rows_counts_bytes, a buffer that starts zeroed).
 size_t sort_rows_scratch(int32_t n, int64_t vocab);
+inline size_t compact_rows_counts_bytes(int32_t n) { return static_cast<size_t>(n) * sizeof(int32_t); }
+// Whether a row of `vocab` tokens can need the full sort at all.
+inline bool full_sort_possible(int64_t vocab) { return vocab > kCompactCap; }
 
-// Sorts the batch rows row_index[0, n) into `scratch` (at least
-// sort_rows_scratch(n, vocab) bytes); *sorted points into it on return.
-std::string sort_rows(LogitsView logits, int32_t n, const int32_t* row_index, void* scratch, size_t scratch_bytes,
-                      SortedRows* sorted, void* stream);
+// Carves `scratch` (sort_rows_scratch(n, vocab) bytes) into *rows and gathers
+// the live logits of the batch rows row_index[0, n).
+std::string compact_rows(LogitsView logits, int32_t n, const int32_t* row_index, void* scratch,
+                         size_t scratch_bytes, int32_t* counts, CompactRows* rows, void* stream);
 
-// Tail-free sampling with z[r] < 1 on sorted rows (row r of `sorted` is batch
-// row row_index[r]).
+// Sorts the rows a compact kernel marked full (same scratch); *sorted points
+// into it on return.
+std::string sort_full_rows(LogitsView logits, int32_t n, const int32_t* row_index, void* scratch,
+                           size_t scratch_bytes, const CompactRows& rows, SortedRows* sorted, void* stream);
+
+// Tail-free sampling with z[r] < 1 (row r of a chunk is batch row
+// row_index[r]): the compact kernel does the rows that fit, the full kernel
+// the rows marked full.
+std::string launch_tail_free_compact(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
+                                     CompactRows rows, void* stream);
 std::string launch_tail_free(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
                              SortedRows sorted, void* stream);
 
 // Skew: rewrites every live logit as the log of the difference of the
 // powered sorted running sum, exponent[r] = exp(skew).
+std::string launch_skew_compact(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
+                                CompactRows rows, void* stream);
 std::string launch_skew(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
                         SortedRows sorted, void* stream);
 
@@ -137,8 +170,10 @@ struct MirostatRow {
   uint64_t seed, step;
 };
 
-// Mirostat v1 / v2 on sorted rows: truncates, draws, writes chosen[row] and
-// the updated mu, for rows whose chosen is still -1 (others keep their mu).
+// Mirostat v1 / v2: truncates, draws, writes chosen[row] and the updated mu,
+// for rows whose chosen is still -1 (others keep their mu).
+std::string launch_mirostat_compact(LogitsView logits, int32_t n, const MirostatRow* rows, CompactRows compact,
+                                    int32_t* chosen, void* stream);
 std::string launch_mirostat(LogitsView logits, int32_t n, const MirostatRow* rows, SortedRows sorted,
                             int32_t* chosen, void* stream);
 

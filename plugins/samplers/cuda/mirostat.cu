@@ -1,10 +1,11 @@
-// Mirostat v1 / v2 on rows sorted by sort_rows (one block per row), with
+// Mirostat v1 / v2 on sorted rows (one block per row), with
 // MirostatStage::apply_cpu's steps: keep a prefix of the sorted order (v1:
 // mirostat_v1_keep from the top 100; v2: up to the first token whose surprise
 // exceeds mu), draw among the kept tokens with the CPU's Gumbel noise keyed
 // by (seed, step, kRngMirostat), then move mu by the chosen token's surprise
 // under the truncated distribution (mirostat_next_mu). mu lives in device
 // memory, one float per request and seed, so it never visits the host.
+#include "plugins/samplers/cuda/compact_row.cuh"
 #include "plugins/samplers/cuda/sorted_scan.cuh"
 #include "plugins/samplers/rng.hpp"
 #include "plugins/samplers/sorted_math.hpp"
@@ -14,11 +15,12 @@ namespace {
 
 // One row's truncation, draw and update; returns the new mu in thread 0 (the
 // others return mu). Every thread runs it; its early returns are uniform.
+// (sx, sid) are the row's `live` live tokens sorted; vocab is the row's
+// length, which Zipf's estimate takes as the vocabulary size.
 __device__ float mirostat_row(const MirostatRow& p, float mu, float* x, const float* sx, const int32_t* sid,
-                              int64_t vocab, int32_t* chosen) {
+                              int64_t live, int64_t vocab, int32_t* chosen) {
   __shared__ double top[kMirostatZipfTop];
   __shared__ long long s_keep;
-  const int64_t live = sorted_live(sx, vocab);
   if (live == 0) return mu;  // nothing to draw: the CPU leaves the row (and mu) alone
   const SortedProbs prob{sx, sx[0], sorted_partition(sx, live)};
 
@@ -65,9 +67,14 @@ __device__ float mirostat_row(const MirostatRow& p, float mu, float* x, const fl
   return mirostat_next_mu(mu, p.eta, p.tau, observed);
 }
 
-__global__ void mirostat_kernel(LogitsView logits, MirostatRow const* rows, SortedRows sorted, int32_t* chosen) {
-  const MirostatRow p = rows[blockIdx.x];
-  const int64_t vocab = logits.vocab;
+struct RowStart {
+  float mu;
+  bool decided;
+};
+
+// mu as the row starts (2 tau when fresh), and whether an earlier stage
+// already chose its token. Every thread gets both.
+__device__ RowStart row_start(const MirostatRow& p, const int32_t* chosen) {
   __shared__ float s_mu;
   __shared__ int s_decided;
   if (threadIdx.x == 0) {
@@ -75,19 +82,47 @@ __global__ void mirostat_kernel(LogitsView logits, MirostatRow const* rows, Sort
     s_decided = chosen[p.row] >= 0;
   }
   __syncthreads();
-  float mu = s_mu;
-  if (!s_decided) {
-    mu = mirostat_row(p, mu, logits.data + static_cast<int64_t>(p.row) * logits.stride,
-                      sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab,
-                      sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab, vocab, chosen);
+  return {s_mu, s_decided != 0};
+}
+
+// Decided rows are not sorted; their mu is still written, so a fresh slot
+// holds 2 tau from now on (the CPU creates no state then, which starts at the
+// same 2 tau later).
+__global__ void mirostat_compact_kernel(LogitsView logits, MirostatRow const* rows, CompactRows compact,
+                                        int32_t* chosen) {
+  __shared__ CompactSmem s;
+  const MirostatRow p = rows[blockIdx.x];
+  const RowStart start = row_start(p, chosen);
+  const int64_t live = take_compact_row(compact, blockIdx.x, logits.vocab, !start.decided, s);
+  if (live < 0) return;  // the full kernel's, mu included
+  float mu = start.mu;
+  if (!start.decided) {
+    mu = mirostat_row(p, mu, logits.data + static_cast<int64_t>(p.row) * logits.stride, s.row.x, s.row.id, live,
+                      logits.vocab, chosen);
   }
-  // Always written, so a fresh slot holds 2 tau from now on even when the
-  // row was decided elsewhere (the CPU creates no state then, which starts
-  // at the same 2 tau later).
+  if (threadIdx.x == 0) *p.mu = mu;
+}
+
+// The rows marked full are never decided ones (see above).
+__global__ void mirostat_kernel(LogitsView logits, MirostatRow const* rows, SortedRows sorted, int32_t* chosen) {
+  if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
+  const MirostatRow p = rows[blockIdx.x];
+  const int64_t vocab = logits.vocab;
+  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
+  const float mu = mirostat_row(p, row_start(p, chosen).mu, logits.data + static_cast<int64_t>(p.row) * logits.stride,
+                                sx, sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab, sorted_live(sx, vocab),
+                                vocab, chosen);
   if (threadIdx.x == 0) *p.mu = mu;
 }
 
 }  // namespace
+
+std::string launch_mirostat_compact(LogitsView logits, int32_t n, const MirostatRow* rows, CompactRows compact,
+                                    int32_t* chosen, void* stream) {
+  if (n == 0) return "";
+  mirostat_compact_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows, compact, chosen);
+  return launch_error("mirostat_compact_kernel");
+}
 
 std::string launch_mirostat(LogitsView logits, int32_t n, const MirostatRow* rows, SortedRows sorted,
                             int32_t* chosen, void* stream) {

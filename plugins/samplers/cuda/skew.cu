@@ -1,23 +1,18 @@
-// Skew on rows sorted by sort_rows (one block per row), with
+// Skew on sorted rows (one block per row), with
 // SkewStage::apply_cpu's definition: walking the sorted probabilities with
 // their running sum C (clamped at 1), each live token's new log-probability
 // is log(C^e - C_before^e), from skew_log_prob like the CPU's. Tied tokens get
 // different values by their place in the order, which is the CPU's (ties by
 // ascending id); only the rounding of the running sum differs.
+#include "plugins/samplers/cuda/compact_row.cuh"
 #include "plugins/samplers/cuda/sorted_scan.cuh"
 #include "plugins/samplers/sorted_math.hpp"
 
 namespace aph::samplers::cuda {
 namespace {
 
-__global__ void skew_kernel(LogitsView logits, const int32_t* row_index, const double* exponents, SortedRows sorted) {
-  const int64_t vocab = logits.vocab;
-  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
-  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
-  const int32_t* sid = sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab;
-  const double e = exponents[blockIdx.x];
-
-  const int64_t live = sorted_live(sx, vocab);
+// One row: x the logits, (sx, sid) its `live` live tokens sorted.
+__device__ void skew_row(float* x, const float* sx, const int32_t* sid, int64_t live, double e) {
   if (live == 0) return;
   const SortedProbs prob{sx, sx[0], sorted_partition(sx, live)};
   const int64_t tile = static_cast<int64_t>(blockDim.x) * kSortedItems;
@@ -42,7 +37,31 @@ __global__ void skew_kernel(LogitsView logits, const int32_t* row_index, const d
   }
 }
 
+__global__ void skew_compact_kernel(LogitsView logits, const int32_t* row_index, const double* exponents,
+                                    CompactRows rows) {
+  __shared__ CompactSmem s;
+  const int64_t live = take_compact_row(rows, blockIdx.x, logits.vocab, true, s);
+  if (live < 0) return;  // the full kernel's
+  skew_row(logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride, s.row.x, s.row.id, live,
+           exponents[blockIdx.x]);
+}
+
+__global__ void skew_kernel(LogitsView logits, const int32_t* row_index, const double* exponents, SortedRows sorted) {
+  if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
+  const int64_t vocab = logits.vocab;
+  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
+  skew_row(logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride, sx,
+           sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab, sorted_live(sx, vocab), exponents[blockIdx.x]);
+}
+
 }  // namespace
+
+std::string launch_skew_compact(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
+                                CompactRows rows, void* stream) {
+  if (n == 0) return "";
+  skew_compact_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, exponent, rows);
+  return launch_error("skew_compact_kernel");
+}
 
 std::string launch_skew(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
                         SortedRows sorted, void* stream) {

@@ -1,7 +1,8 @@
 // Host side of the stages that walk sorted rows (tail-free, skew, mirostat):
-// the active rows are sorted in chunks whose sorted copies fit a bounded
-// scratch buffer, and the stage's kernel runs on each chunk. Only compiled
-// with CUDA.
+// the active rows go in chunks whose scratch fits a bounded buffer; per chunk,
+// their live logits are compacted, the stage's compact kernel does the rows
+// with at most kCompactCap live tokens, and the rows it marks full are sorted
+// whole for the stage's full kernel. Only compiled with CUDA.
 #pragma once
 
 #include <functional>
@@ -11,9 +12,12 @@
 
 namespace aph::samplers {
 
-// The stage's kernel on active rows [first, first + count): row r of
-// `sorted` is active row first + r.
-using SortedLaunch = std::function<std::string(int32_t first, int32_t count, const cuda::SortedRows& sorted)>;
+// The stage's kernels on active rows [first, first + count): slot r of the
+// chunk is active row first + r.
+struct SortedLaunch {
+  std::function<std::string(int32_t first, int32_t count, const cuda::CompactRows& rows)> compact;
+  std::function<std::string(int32_t first, int32_t count, const cuda::SortedRows& sorted)> full;
+};
 
 // row_index: device, the batch row of each of the n active rows. Everything
 // goes on `stream`; nothing waits for it (unless the scratch has to grow).

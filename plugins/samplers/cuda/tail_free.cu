@@ -1,4 +1,4 @@
-// Tail-free sampling on rows sorted by sort_rows (one block per row), with
+// Tail-free sampling on sorted rows (one block per row), with
 // TfsStage::apply_cpu's definition: the curvatures d_i = |p_i - 2 p_i+1 +
 // p_i+2| of the sorted probabilities, normalized by their sum, accumulate
 // from the top; once the running sum passes z at d_q, sorted positions q+1
@@ -6,6 +6,7 @@
 // grows, so "every position after the first crossing" is its kept set too.
 // The sorted order is the CPU's, so the two differ only in the rounding of
 // the sums, never in how ties are split.
+#include "plugins/samplers/cuda/compact_row.cuh"
 #include "plugins/samplers/cuda/sorted_scan.cuh"
 #include "plugins/samplers/sorted_math.hpp"
 
@@ -19,14 +20,8 @@ __device__ void curvatures(const SortedProbs& prob, int64_t j0, int64_t n2, doub
   for (int k = 0; k < kSortedItems; ++k) d[k] = j0 + k < n2 ? second_difference(p[k], p[k + 1], p[k + 2]) : 0.0;
 }
 
-__global__ void tail_free_kernel(LogitsView logits, const int32_t* row_index, const float* zs, SortedRows sorted) {
-  const int64_t vocab = logits.vocab;
-  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride;
-  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
-  const int32_t* sid = sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab;
-  const double z = zs[blockIdx.x];
-
-  const int64_t live = sorted_live(sx, vocab);
+// One row: x the logits, (sx, sid) its `live` live tokens sorted.
+__device__ void tail_free_row(float* x, const float* sx, const int32_t* sid, int64_t live, double z) {
   if (live < 3) return;
   const SortedProbs prob{sx, sx[0], sorted_partition(sx, live)};
   const int64_t n2 = live - 2;
@@ -72,7 +67,31 @@ __global__ void tail_free_kernel(LogitsView logits, const int32_t* row_index, co
   for (int64_t j = cut + threadIdx.x; j < live; j += blockDim.x) x[sid[j]] = -INFINITY;
 }
 
+__global__ void tail_free_compact_kernel(LogitsView logits, const int32_t* row_index, const float* zs,
+                                         CompactRows rows) {
+  __shared__ CompactSmem s;
+  const int64_t live = take_compact_row(rows, blockIdx.x, logits.vocab, true, s);
+  if (live < 0) return;  // the full kernel's
+  tail_free_row(logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride, s.row.x, s.row.id, live,
+                zs[blockIdx.x]);
+}
+
+__global__ void tail_free_kernel(LogitsView logits, const int32_t* row_index, const float* zs, SortedRows sorted) {
+  if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
+  const int64_t vocab = logits.vocab;
+  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
+  tail_free_row(logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride, sx,
+                sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab, sorted_live(sx, vocab), zs[blockIdx.x]);
+}
+
 }  // namespace
+
+std::string launch_tail_free_compact(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
+                                     CompactRows rows, void* stream) {
+  if (n == 0) return "";
+  tail_free_compact_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, z, rows);
+  return launch_error("tail_free_compact_kernel");
+}
 
 std::string launch_tail_free(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
                              SortedRows sorted, void* stream) {

@@ -173,10 +173,14 @@ void MirostatStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_
   auto* d_index = upload(st, "mirostat.index", index, b, s);
   auto* d_rows = upload(st, "mirostat.rows", rows, b, s);
   auto* chosen = static_cast<int32_t*>(b.chosen.data);
+  const cuda::LogitsView logits = logits_view(b);
   for_sorted_chunks(st, info.name, b, d_index, static_cast<int32_t>(rows.size()), s,
-                    [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
-                      return cuda::launch_mirostat(logits_view(b), count, d_rows + first, sorted, chosen, s);
-                    });
+                    {[&](int32_t first, int32_t count, const cuda::CompactRows& compact) {
+                       return cuda::launch_mirostat_compact(logits, count, d_rows + first, compact, chosen, s);
+                     },
+                     [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
+                       return cuda::launch_mirostat(logits, count, d_rows + first, sorted, chosen, s);
+                     }});
   // The kernels are queued and will write every slot, decided row or not.
   for (DeviceMu::Slot* slot : slots) slot->fresh = false;
 }

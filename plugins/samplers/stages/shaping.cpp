@@ -155,10 +155,14 @@ void SkewStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stre
   if (rows.empty()) return;
   auto* d_rows = upload(st, "skew.rows", rows, b, s);
   auto* d_exp = upload(st, "skew.exponents", exponents, b, s);
+  const cuda::LogitsView logits = logits_view(b);
   for_sorted_chunks(st, info.name, b, d_rows, static_cast<int32_t>(rows.size()), s,
-                    [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
-                      return cuda::launch_skew(logits_view(b), count, d_rows + first, d_exp + first, sorted, s);
-                    });
+                    {[&](int32_t first, int32_t count, const cuda::CompactRows& compact) {
+                       return cuda::launch_skew_compact(logits, count, d_rows + first, d_exp + first, compact, s);
+                     },
+                     [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
+                       return cuda::launch_skew(logits, count, d_rows + first, d_exp + first, sorted, s);
+                     }});
 }
 
 }  // namespace aph::samplers

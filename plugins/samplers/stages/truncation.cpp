@@ -363,10 +363,14 @@ void TfsStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_strea
   if (rows.empty()) return;
   auto* d_rows = upload(st, "tfs.rows", rows, b, s);
   auto* d_z = upload(st, "tfs.z", zs, b, s);
+  const cuda::LogitsView logits = logits_view(b);
   for_sorted_chunks(st, info.name, b, d_rows, static_cast<int32_t>(rows.size()), s,
-                    [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
-                      return cuda::launch_tail_free(logits_view(b), count, d_rows + first, d_z + first, sorted, s);
-                    });
+                    {[&](int32_t first, int32_t count, const cuda::CompactRows& compact) {
+                       return cuda::launch_tail_free_compact(logits, count, d_rows + first, d_z + first, compact, s);
+                     },
+                     [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
+                       return cuda::launch_tail_free(logits, count, d_rows + first, d_z + first, sorted, s);
+                     }});
 }
 
 }  // namespace aph::samplers

@@ -1,0 +1,104 @@
+// Sort keys of the sorted-row stages, and a compacted row (at most
+// kCompactCap live tokens, gathered by compact_rows in any order) sorted in
+// shared memory by one block. Keys are (~order code of the value) << 32 | id,
+// so ascending keys are the CPU's order whatever order they were gathered in:
+// values descending, ties by ascending id, -0.0 coded as +0.0.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "plugins/samplers/cuda/block_reduce.cuh"
+#include "plugins/samplers/cuda/kernels.hpp"
+
+namespace aph::samplers::cuda {
+
+// Larger float, larger code; -0.0 codes as +0.0 (the CPU's comparison finds
+// them equal, so their ids must decide).
+__device__ inline uint32_t ascending_code(float f) {
+  const uint32_t u = __float_as_uint(f == 0.0f ? 0.0f : f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ inline float from_code(uint32_t c) {
+  return __uint_as_float((c & 0x80000000u) ? (c & 0x7FFFFFFFu) : ~c);
+}
+__device__ inline uint64_t compact_key(float value, int64_t id) {
+  return (static_cast<uint64_t>(~ascending_code(value)) << 32) | static_cast<uint32_t>(id);
+}
+
+constexpr int kCompactPerThread = kCompactCap / kThreads;
+static_assert(kCompactCap % kThreads == 0, "a compacted row spreads evenly over the block");
+
+// A compacted row in shared memory: first its keys, then (decoded in place)
+// the sorted values and ids.
+union CompactSmem {
+  uint64_t keys[kCompactCap];
+  struct {
+    float x[kCompactCap];
+    int32_t id[kCompactCap];
+  } row;
+};
+
+// Slot r's bookkeeping for the full sort, then its compacted row sorted into
+// s.row. Returns the live count (block-uniform), or -1 when the row has more
+// than kCompactCap live tokens: it is marked full and left alone. A row that
+// is not `wanted` is neither sorted nor marked (returns 0). Every thread of
+// the block (kThreads of them) must call it.
+__device__ inline int64_t take_compact_row(const CompactRows& c, int32_t r, int64_t vocab, bool wanted,
+                                           CompactSmem& s) {
+  __shared__ int32_t s_count;
+  if (threadIdx.x == 0) {
+    const int32_t count = c.counts[r];
+    c.counts[r] = 0;  // zero again for the next stage
+    const bool full = wanted && count > kCompactCap;
+    c.full[r] = full ? 1 : 0;
+    const int64_t begin = static_cast<int64_t>(r) * vocab;  // the host keeps n * vocab within int
+    c.begin[r] = static_cast<int32_t>(begin);
+    c.end[r] = static_cast<int32_t>(full ? begin + vocab : begin);
+    s_count = wanted ? count : 0;
+  }
+  __syncthreads();
+  const int32_t count = s_count;
+  if (count > kCompactCap) return -1;
+  if (count == 0) return 0;
+
+  // Bitonic sort of the keys padded to a power of two with keys past any real one.
+  int32_t padded = 1;
+  while (padded < count) padded <<= 1;
+  const uint64_t* in = c.keys + static_cast<int64_t>(r) * kCompactCap;
+  for (int32_t j = threadIdx.x; j < padded; j += blockDim.x) s.keys[j] = j < count ? in[j] : ~uint64_t{0};
+  __syncthreads();
+  for (int32_t k = 2; k <= padded; k <<= 1) {
+    for (int32_t j = k >> 1; j > 0; j >>= 1) {
+      for (int32_t t = threadIdx.x; t < padded / 2; t += blockDim.x) {
+        const int32_t lo = (t / j) * 2 * j + t % j, hi = lo + j;
+        const uint64_t a = s.keys[lo], b = s.keys[hi];
+        if ((a > b) == ((lo & k) == 0)) {
+          s.keys[lo] = b;
+          s.keys[hi] = a;
+        }
+      }
+      __syncthreads();
+    }
+  }
+
+  // Decoded in place: every key is read before any value overwrites one.
+  uint64_t mine[kCompactPerThread];
+  for (int k = 0; k < kCompactPerThread; ++k) {
+    const int32_t j = threadIdx.x + k * kThreads;
+    mine[k] = j < count ? s.keys[j] : 0;
+  }
+  __syncthreads();
+  for (int k = 0; k < kCompactPerThread; ++k) {
+    const int32_t j = threadIdx.x + k * kThreads;
+    if (j < count) {
+      s.row.x[j] = from_code(~static_cast<uint32_t>(mine[k] >> 32));
+      s.row.id[j] = static_cast<int32_t>(static_cast<uint32_t>(mine[k]));
+    }
+  }
+  __syncthreads();
+  return count;
+}
+
+}  // namespace aph::samplers::cuda

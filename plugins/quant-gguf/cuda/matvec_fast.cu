@@ -8,7 +8,8 @@
 // between the warps of a CTA gained nothing).
 //
 // Launched as a dependent (core/common/cuda_pdl.cuh): the first step's
-// weights stream while the activation quantization before it still runs.
+// weights stream into L2 while the activation quantization before it still
+// runs.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -109,15 +110,20 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
   if (row0 >= n) return;  // the whole warp; it touches nothing
   const uint8_t* wrow[R];
   row_pointers<P, R>(w, n, nb, row0, wrow);
-  typename P::W wv[R];
-  if (slot < nb) load_step<P, R>(wrow, nb, slot, part, wv);
+  // The first step's weights into L2 while the kernel before finishes. (Loads
+  // into registers here instead cost more in the loop than they gained.)
+  const int64_t first_bytes = P::kFirstRegionStride * min(nb, static_cast<int64_t>(kPerStep));
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    for (int64_t off = 128 * lane; off < first_bytes; off += 32 * 128) prefetch_l2(wrow[r] + off);
   cuda_pdl::wait_for_producer();  // x (and y) belong to the kernels before
 
   float acc[R][MT] = {};
   for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
     const int64_t blk = b0 + slot;
     if (blk < nb) {  // this lane only: no shuffles inside the loop
-      if (b0 > 0) load_step<P, R>(wrow, nb, blk, part, wv);
+      typename P::W wv[R];
+      load_step<P, R>(wrow, nb, blk, part, wv);
       step<P, MT, R>(wv, blk, part, xq, xd, xs, 256 * nb, m, acc);
     }
   }

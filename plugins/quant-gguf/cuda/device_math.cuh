@@ -1,5 +1,5 @@
 // Small device helpers shared by the GGUF kernels: F16/BF16 conversion, warp
-// sums, the weight load that streams past L1, an L2 prefetch.
+// sums, and the weight load that streams past L1.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -35,11 +35,6 @@ __device__ __forceinline__ int4 ld_weights(const void* p) {
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p));
   return v;
-}
-
-// Asks L2 for the line holding p (no registers, no wait).
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 }  // namespace aph::gguf::cuda

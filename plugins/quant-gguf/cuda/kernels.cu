@@ -59,7 +59,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
                   const float* __restrict__ xd, const float* __restrict__ xs, int m,
                   const float* __restrict__ bias, T* __restrict__ y) {
   using D = Decoder<TYPE>;
-  cuda_pdl::allow_dependents();
   cuda_pdl::wait_for_producer();  // launched as a dependent: only the launch overlaps
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;

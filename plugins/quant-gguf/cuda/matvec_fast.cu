@@ -7,9 +7,8 @@
 // warp cost more occupancy than they gained, and splitting a row's blocks
 // between the warps of a CTA gained nothing).
 //
-// Launched as a dependent (core/common/cuda_pdl.cuh): the first step's
-// weights stream into L2 while the activation quantization before it still
-// runs.
+// Launched as a dependent (core/common/cuda_pdl.cuh), so that its launch
+// overlaps the activation quantization before it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -102,21 +101,20 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
                   const int8_t* __restrict__ xq, const float* __restrict__ xd,
                   const float* __restrict__ xs, int m, const float* __restrict__ bias,
                   T* __restrict__ y) {
-  cuda_pdl::allow_dependents();
   constexpr int kPerStep = 32 / P::kLanes;
   const int lane = threadIdx.x % 32;
   const int slot = lane / P::kLanes, part = lane % P::kLanes;
   const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
   if (row0 >= n) return;  // the whole warp; it touches nothing
+  // Launched as a dependent: this CTA may start while the quantization
+  // before it runs, but reads nothing before it has finished. (Loading or
+  // prefetching the first weights before this wait measured slower on the
+  // H200: more registers in the loop, more L2 requests.) No
+  // allow_dependents(): CTAs of the next kernel parked on the SMs early made
+  // this grid's last CTAs start late.
+  cuda_pdl::wait_for_producer();
   const uint8_t* wrow[R];
   row_pointers<P, R>(w, n, nb, row0, wrow);
-  // The first step's weights into L2 while the kernel before finishes. (Loads
-  // into registers here instead cost more in the loop than they gained.)
-  const int64_t first_bytes = P::kFirstRegionStride * min(nb, static_cast<int64_t>(kPerStep));
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-    for (int64_t off = 128 * lane; off < first_bytes; off += 32 * 128) prefetch_l2(wrow[r] + off);
-  cuda_pdl::wait_for_producer();  // x (and y) belong to the kernels before
 
   float acc[R][MT] = {};
   for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {

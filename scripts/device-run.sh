@@ -108,8 +108,10 @@ if want prepare; then
   record "bench/run.sh prepare" $? prepare.log
 fi
 if want price; then
-  step "sampler chain price on the 8B Q4_K_M"
-  timeout 200 bash bench/samplers/price_chain.sh "$CACHE/llama3-8b-Q4_K_M.gguf" > "$OUT/price_chain.txt" 2>&1
+  # PRICE_MODEL: the 8B Q4_K_M from `prepare` unless set (e.g. the bf16 model).
+  model=${PRICE_MODEL:-$CACHE/llama3-8b-Q4_K_M.gguf}
+  step "sampler chain price on $model"
+  timeout 200 bash bench/samplers/price_chain.sh "$model" > "$OUT/price_chain.txt" 2>&1
   record price_chain $? price_chain.txt
 fi
 if want bench; then

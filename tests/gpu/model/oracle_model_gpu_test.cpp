@@ -2,6 +2,7 @@
 // test: logits within 2e-2 relative; the greedy continuation identical up to
 // the first step whose reference top-two logits are within that tolerance.
 // Also: decode through captured CUDA graphs equals eager decode.
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include "core/model/model_runner.hpp"
@@ -24,6 +25,14 @@ class ModelOracleGpu : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ModelOracleGpu, Bf16LogitsAndGreedyMatchReference) {
   aph::oracle::Fixture f = aph::oracle::load_fixture(GetParam());
+  if (!f.model_file.empty()) {
+    // The real GGUF (98 MB) does not fit in what a device call carries, and
+    // the device has no network: without the file there is nothing to run.
+    // The CPU oracle test checks it in CI.
+    const char* src = std::getenv("APH_SOURCE_DIR");
+    const std::string path = std::string(src ? src : ".") + "/" + f.model_file;
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not on this machine";
+  }
   auto plugins = aph::oracle::load_build_plugins(true);
   // GGUF fixtures: the plugin's int8-activation kernels add to bf16 rounding.
   const double tol = f.model_file.empty() ? 2e-2 : 5e-2;

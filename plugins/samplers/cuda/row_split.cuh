@@ -25,10 +25,10 @@ constexpr int kRowBlocks = 8;  // the portable maximum cluster size
 __device__ inline int64_t split_first() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t split_step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
-// Reduces v over every thread of the row's cluster; all of them get the result.
+// Combines each block's value v (the same in all of a block's threads) over
+// the row's cluster, in rank order; every thread gets the result.
 template <typename T, typename Op>
-__device__ T split_reduce(T v, Op op, T identity) {
-  v = block_reduce(v, op, identity);
+__device__ T cluster_combine(T v, Op op, T identity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (gridDim.x > 1) {
     namespace cg = cooperative_groups;
@@ -44,6 +44,12 @@ __device__ T split_reduce(T v, Op op, T identity) {
   }
 #endif
   return v;
+}
+
+// Reduces v over every thread of the row's cluster; all of them get the result.
+template <typename T, typename Op>
+__device__ T split_reduce(T v, Op op, T identity) {
+  return cluster_combine(block_reduce(v, op, identity), op, identity);
 }
 
 __device__ inline float split_max(const float* x, int64_t vocab) {
@@ -67,21 +73,7 @@ struct ArgMaxOp {
 
 // The row's (value, index) argmax; ties go to the lowest index.
 __device__ inline ArgMax split_argmax(ArgMax v) {
-  v = block_argmax(v);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (gridDim.x > 1) {
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    __shared__ ArgMax slot;
-    if (threadIdx.x == 0) slot = v;
-    cluster.sync();
-    ArgMax r{0.0, -1};
-    for (unsigned b = 0; b < gridDim.x; ++b) r = better(r, *cluster.map_shared_rank(&slot, b));
-    cluster.sync();
-    v = r;
-  }
-#endif
-  return v;
+  return cluster_combine(block_argmax(v), ArgMaxOp{}, ArgMax{0.0, -1});
 }
 
 // Blocks per row for this device: kRowBlocks where clusters exist (sm_90+).

@@ -2,12 +2,15 @@
 // every row: batch 64 x vocab 128k, 8k tokens of history per row. Prints
 // ms/step against the 0.5 ms target, then each stage alone, with the logits
 // traffic of one pass over the batch as GB/s (a lower bound on what a stage
-// moves).
+// moves). Last, a single stream (1 x 128k): what each stage adds to a decode
+// step's GPU time, the figure issue 7's "every stage within 5 % of greedy"
+// turns on.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 #include "tests/gpu/samplers/gpu_chain.hpp"
 
@@ -18,11 +21,22 @@ constexpr int kRows = 64;
 constexpr int32_t kVocab = 128 * 1024;
 constexpr int kHistory = 8192;
 
+// Holds the stream for a while, as a forward pass does in the engine: the
+// chain's launches queue up behind it, so what is timed after it is the GPU
+// work alone, not the host's launch cost.
+void hold_stream(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(3)); }
+
+// ms per step over `n_rows` rows. behind_forward: GPU time from an event after
+// a host hold (above) to the step's end, instead of host wall time.
 double run(test::DeviceChain& c, const char* request, const Tensor& pristine, Tensor& logits,
-           const std::vector<std::vector<int32_t>>& host, const std::vector<int32_t*>& histories, int steps) {
+           const std::vector<std::vector<int32_t>>& host, const std::vector<int32_t*>& histories, int steps,
+           int n_rows = kRows, bool behind_forward = false) {
   std::vector<std::unique_ptr<sampling::RequestSampling>> reqs;
   std::vector<sampling::RowInput> rows;
-  for (int r = 0; r < kRows; ++r) {
+  cudaEvent_t start = nullptr, end = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&end);
+  for (int r = 0; r < n_rows; ++r) {
     reqs.push_back(c.chain->prepare(boost::json::parse(request).as_object()));
     sampling::RowInput row;
     row.sampling = reqs.back().get();
@@ -36,14 +50,27 @@ double run(test::DeviceChain& c, const char* request, const Tensor& pristine, Te
   std::vector<int32_t> chosen;
   double total = 0;
   for (int s = -3; s < steps; ++s) {
-    cudaMemcpyAsync(logits.data(), pristine.data(), pristine.nbytes(), cudaMemcpyDeviceToDevice, c.stream);
+    Tensor view = logits.rows(0, n_rows);
+    cudaMemcpyAsync(view.data(), pristine.data(), view.nbytes(), cudaMemcpyDeviceToDevice, c.stream);
     cudaStreamSynchronize(c.stream);
     for (auto& r : rows) r.step = static_cast<uint64_t>(s + 3);
+    if (behind_forward) {
+      cudaLaunchHostFunc(c.stream, hold_stream, nullptr);
+      cudaEventRecord(start, c.stream);
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    c.chain->sample(logits, rows, chosen, nullptr);
+    c.chain->sample(view, rows, chosen, nullptr);
     const auto t1 = std::chrono::steady_clock::now();
-    if (s >= 0) total += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    float gpu_ms = 0;
+    if (behind_forward) {
+      cudaEventRecord(end, c.stream);
+      cudaEventSynchronize(end);
+      cudaEventElapsedTime(&gpu_ms, start, end);
+    }
+    if (s >= 0) total += behind_forward ? gpu_ms : std::chrono::duration<double, std::milli>(t1 - t0).count();
   }
+  cudaEventDestroy(start);
+  cudaEventDestroy(end);
   return total / steps;
 }
 
@@ -103,6 +130,43 @@ int main() {
     std::printf("%-32s %8.3f ms/step  %7.1f GB/s per logits pass", k.name, ms, bytes / (ms * 1e-3) / 1e9);
     if (k.request == cases[0].request) std::printf("  (target <= 0.5 ms: %s)", ms <= 0.5 ? "met" : "MISSED");
     std::printf("\n");
+  }
+
+  // A single stream: each stage's cost on top of greedy selection, in GPU
+  // time. "every stage" is bench/samplers/price_chain.sh's request.
+  const Case single[] = {
+      {"greedy", R"({"temperature": 0})"},
+      {"multinomial", R"({})"},
+      {"every stage", R"({"dry_multiplier": 0.8, "repetition_penalty": 1.1, "frequency_penalty": 0.1,
+          "presence_penalty": 0.1, "rep_pen_range": 1024, "no_repeat_ngram_size": 4, "temperature": 0.9,
+          "dynatemp_min": 0.5, "dynatemp_max": 1.5, "nsigma": 3.0, "top_k": 100, "top_p": 0.95, "top_a": 0.05,
+          "min_p": 0.02, "tfs": 0.98, "eta_cutoff": 3.0, "epsilon_cutoff": 3.0, "typical_p": 0.98,
+          "smoothing_factor": 0.2, "skew": 0.1, "xtc_threshold": 0.1, "xtc_probability": 0.5})"},
+      {"default chain", cases[0].request},
+      {"dry", R"({"dry_multiplier": 0.8, "dry_sequence_breaker_ids": [13, 29]})"},
+      {"penalties + range", R"({"repetition_penalty": 1.1, "frequency_penalty": 0.1, "presence_penalty": 0.1,
+          "rep_pen_range": 1024})"},
+      {"no_repeat_ngram 4", R"({"no_repeat_ngram_size": 4})"},
+      {"dynatemp", R"({"temperature": 0.9, "dynatemp_min": 0.5, "dynatemp_max": 1.5})"},
+      {"nsigma", R"({"nsigma": 3.0})"},
+      {"top_k 100", R"({"top_k": 100})"},
+      {"top_p", R"({"top_p": 0.95})"},
+      {"top_a", R"({"top_a": 0.05})"},
+      {"min_p", R"({"min_p": 0.02})"},
+      {"tfs (full row)", R"({"tfs": 0.98})"},
+      {"eta + epsilon", R"({"eta_cutoff": 3.0, "epsilon_cutoff": 3.0})"},
+      {"typical_p", R"({"typical_p": 0.98})"},
+      {"smoothing", R"({"smoothing_factor": 0.2})"},
+      {"skew (full row)", R"({"skew": 0.1})"},
+      {"xtc", R"({"xtc_threshold": 0.1, "xtc_probability": 1.0})"},
+      {"top_k 100 + tfs + skew + typical", R"({"top_k": 100, "tfs": 0.98, "skew": 0.1, "typical_p": 0.98})"},
+  };
+  std::printf("\nsingle stream, 1 x vocab %d, GPU time behind a held stream (host launch cost hidden)\n", kVocab);
+  double greedy = 0;
+  for (const Case& k : single) {
+    const double ms = run(c, k.request, pristine, logits, host, histories, 30, 1, true);
+    if (k.request == single[0].request) greedy = ms;
+    std::printf("%-34s %8.4f ms/step  %+8.4f ms over greedy\n", k.name, ms, ms - greedy);
   }
   return 0;
 }

@@ -88,7 +88,7 @@ struct ThresholdRow {
 std::string launch_threshold(LogitsView logits, int32_t n, const ThresholdRow* rows, void* stream);
 
 // typical_p: keeps tokens whose strictly-more-typical mass (by |-log p - H|)
-// is < p, by bisection over the bits of the (non-negative) deviation.
+// is < p, by radix select over the bits of the (non-negative) deviation.
 std::string launch_typical(LogitsView logits, int32_t n, const int32_t* row_index, const float* p, void* stream);
 
 struct SampleRow {

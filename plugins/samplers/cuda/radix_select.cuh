@@ -1,0 +1,150 @@
+// Weighted radix select over a row split across a cluster (row_split.cuh):
+// the boundary key of top-k, top-p and typical-p in 4 (32-bit keys) or 8
+// (64-bit keys) passes over the row instead of a sort or a bisection.
+//
+// radix_boundary returns the largest key K with weight(key >= K) >= target,
+// where weight(i) is what live token i adds (1 for top-k, exp(x - m) for the
+// mass stages). Each pass builds a 256-bin histogram of the next 8 bits of
+// the keys that match the prefix found so far; scanning it from the top, the
+// bin where the running weight first reaches the target holds K. When the
+// whole row weighs less than the target, K is the smallest key (0): all stay.
+//
+// Every block of a cluster adds up the blocks' histograms in rank order, so
+// all of them settle on the same K.
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include "plugins/samplers/cuda/row_split.cuh"
+
+namespace aph::samplers::cuda {
+
+namespace radix_detail {
+
+constexpr int kBins = 256;
+constexpr int kWarps = kThreads / 32;
+
+// The histogram of this pass, summed over the cluster's blocks in rank
+// order, into `total`. `mine` is this block's histogram.
+__device__ inline void cluster_histogram(double* mine, double* total) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (gridDim.x > 1) {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+      double t = 0;
+      for (unsigned r = 0; r < gridDim.x; ++r) t += cluster.map_shared_rank(mine, r)[b];
+      total[b] = t;
+    }
+    // No block may clear its histogram while another still reads it.
+    cluster.sync();
+    return;
+  }
+#endif
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x) total[b] = mine[b];
+  __syncthreads();
+}
+
+// Warp 0 scans the bins from the top: the bin where above + running weight
+// first reaches target (bin 0 if none does), and the weight above that bin.
+// Lane l holds bins 255 - 8l down to 248 - 8l; the one lane that owns the
+// bin returns true.
+__device__ inline bool find_bin(const double* hist, double above, double target, int* bin, double* above_bin) {
+  const int lane = threadIdx.x & 31;
+  double local[8];
+  double chunk = 0;
+  for (int j = 0; j < 8; ++j) {
+    local[j] = hist[255 - 8 * lane - j];
+    chunk += local[j];
+  }
+  double upto = chunk;  // inclusive scan over the lanes
+  for (int o = 1; o < 32; o <<= 1) {
+    const double v = __shfl_up_sync(0xffffffffu, upto, o);
+    if (lane >= o) upto += v;
+  }
+  double before = __shfl_up_sync(0xffffffffu, upto, 1);
+  if (lane == 0) before = 0;
+  const unsigned reached = __ballot_sync(0xffffffffu, above + before + chunk >= target);
+  const int owner = reached != 0 ? __ffs(reached) - 1 : 31;
+  if (lane == owner) {
+    double cum = above + before;
+    int b = 255 - 8 * lane;
+    for (int j = 0; j < 7; ++j, --b) {  // bin 0 (j == 7 of lane 31) takes what is left
+      if (cum + local[j] >= target) break;
+      cum += local[j];
+    }
+    *bin = b;
+    *above_bin = cum;
+  }
+  return lane == owner;
+}
+
+}  // namespace radix_detail
+
+// key_of(i, &key) -> whether token i takes part (its key is then set);
+// weight(i) -> double. Key: uint32_t or unsigned long long. Every thread of
+// the cluster must call it; all get the same K.
+template <typename Key, typename KeyOf, typename Weight>
+__device__ Key radix_boundary(int64_t vocab, KeyOf key_of, Weight weight, double target) {
+  using namespace radix_detail;
+  __shared__ double hist[kWarps][kBins];
+  __shared__ double total[kBins];
+  __shared__ Key s_prefix;
+  __shared__ double s_above;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  constexpr int kBits = 8 * static_cast<int>(sizeof(Key));
+  Key prefix = 0;
+  double above = 0;  // weight of the keys above the current prefix's range
+  for (int shift = kBits - 8; shift >= 0; shift -= 8) {
+    for (int i = threadIdx.x; i < kWarps * kBins; i += blockDim.x) (&hist[0][0])[i] = 0;
+    __syncthreads();
+    const Key high = shift == kBits - 8 ? Key{0} : (~Key{0} << (shift + 8));
+    // Logits crowd into a handful of top digits, so atomics on one histogram
+    // would serialize (and double atomics are CAS loops). Each warp keeps its
+    // own and pools the lanes that share a bin: a warp sum and one plain
+    // store per distinct bin per 32 tokens. Whole warps go round together.
+    const int64_t first = split_first() - lane, step = split_step();
+    for (int64_t base = first; base < vocab; base += step) {
+      const int64_t i = base + lane;
+      bool pending = false;
+      int bin = 0;
+      double w = 0;
+      Key key = 0;
+      if (i < vocab && key_of(i, &key) && (key & high) == prefix) {
+        pending = true;
+        bin = static_cast<int>((key >> shift) & 0xFFu);
+        w = weight(i);
+      }
+      for (unsigned mask = __ballot_sync(0xffffffffu, pending); mask != 0;
+           mask = __ballot_sync(0xffffffffu, pending)) {
+        const int b = __shfl_sync(0xffffffffu, bin, __ffs(mask) - 1);
+        const bool mine = pending && bin == b;
+        const double sum = warp_reduce(mine ? w : 0.0, SumOp{});
+        if (lane == 0) hist[warp][b] += sum;
+        pending = pending && !mine;
+      }
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+      double t = 0;
+      for (int w = 0; w < kWarps; ++w) t += hist[w][b];
+      hist[0][b] = t;  // each thread writes only the column it read
+    }
+    cluster_histogram(hist[0], total);
+    if (warp == 0) {
+      int bin = 0;
+      double above_bin = 0;
+      if (find_bin(total, above, target, &bin, &above_bin)) {
+        s_prefix = prefix | (static_cast<Key>(bin) << shift);
+        s_above = above_bin;
+      }
+    }
+    __syncthreads();
+    prefix = s_prefix;
+    above = s_above;
+  }
+  return prefix;
+}
+
+}  // namespace aph::samplers::cuda

@@ -54,20 +54,6 @@ struct SumOp {
 __device__ inline float block_max(float v) { return block_reduce(v, MaxOp{}, -FLT_MAX); }
 __device__ inline double block_sum(double v) { return block_reduce(v, SumOp{}, 0.0); }
 
-// The largest logit of a row (every thread gets it).
-__device__ inline float row_max(const float* x, int64_t vocab) {
-  float m = -FLT_MAX;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) m = fmaxf(m, x[i]);
-  return block_max(m);
-}
-
-// The softmax partition sum(exp(x - m)) in double, m = row_max.
-__device__ inline double row_partition(const float* x, int64_t vocab, float m) {
-  double z = 0;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) z += exp(static_cast<double>(x[i]) - m);
-  return block_sum(z);
-}
-
 // (value, index) argmax; ties go to the lowest index, like the CPU loop.
 struct ArgMax {
   double value;

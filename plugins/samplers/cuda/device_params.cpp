@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstring>
+
 #include "core/common/error.hpp"
 
 namespace aph::samplers {
@@ -16,16 +18,30 @@ void check_launch(const std::string& error, const char* stage) {
   if (!error.empty()) throw Error(APH_ERR_DEVICE, std::string("sampler stage ") + stage + ": " + error);
 }
 
+DeviceLists upload_lists(PluginState& st, const std::string& key, const IdLists& lists, const aph_sampler_batch& b,
+                         aph_stream stream) {
+  static_assert(sizeof(float) == sizeof(int32_t), "values share the ids' words");
+  std::vector<int32_t> packed;
+  packed.reserve(lists.rows.size() + lists.offsets.size() + lists.ids.size() + lists.values.size());
+  packed.insert(packed.end(), lists.rows.begin(), lists.rows.end());
+  packed.insert(packed.end(), lists.offsets.begin(), lists.offsets.end());
+  packed.insert(packed.end(), lists.ids.begin(), lists.ids.end());
+  const size_t values_at = packed.size();
+  packed.resize(values_at + lists.values.size());
+  if (!lists.values.empty()) std::memcpy(packed.data() + values_at, lists.values.data(), lists.values.size() * 4);
+  const auto* d = upload(st, key, packed, b, stream);
+  const int32_t* offsets = d + lists.rows.size();
+  const int32_t* ids = offsets + lists.offsets.size();
+  const float* values = lists.values.empty() ? nullptr : reinterpret_cast<const float*>(d + values_at);
+  return {d, offsets, ids, values};
+}
+
 void scatter_lists(PluginState& st, const char* stage, const IdLists& lists, const aph_sampler_batch& b,
                    aph_stream stream) {
   if (lists.rows.empty()) return;
-  const std::string k = stage;
-  auto* rows = upload(st, k + ".rows", lists.rows, b, stream);
-  auto* offsets = upload(st, k + ".offsets", lists.offsets, b, stream);
-  auto* ids = upload(st, k + ".ids", lists.ids, b, stream);
-  const float* values = lists.values.empty() ? nullptr : upload(st, k + ".values", lists.values, b, stream);
-  check_launch(cuda::launch_scatter(logits_view(b), static_cast<int32_t>(lists.rows.size()), rows, offsets, ids,
-                                    values, stream),
+  const DeviceLists d = upload_lists(st, std::string(stage) + ".lists", lists, b, stream);
+  check_launch(cuda::launch_scatter(logits_view(b), static_cast<int32_t>(lists.rows.size()), d.rows, d.offsets,
+                                    d.ids, d.values, stream),
                stage);
 }
 

@@ -1,8 +1,10 @@
-// Host-side helpers for stages' CUDA paths: per-row parameters go up to a
-// scratch buffer of the plugin state each step, then one launch covers all
-// active rows. Only compiled with CUDA.
+// Host-side helpers for stages' CUDA paths: per-row parameters travel in the
+// launch (or, for large batches and id lists, go up to a scratch buffer of
+// the plugin state), then one launch covers all active rows. Only compiled
+// with CUDA.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,20 @@ T* upload(PluginState& st, const std::string& key, const std::vector<T>& v, cons
   return static_cast<T*>(upload_bytes(st, key, v.data(), v.size() * sizeof(T), b.logits.device, stream));
 }
 
+// The rows' parameter table for one launch: carried in the launch when they
+// fit (row_params.hpp), else uploaded to the scratch buffer `key`.
+template <int kBytes = 2048, typename T>
+cuda::Rows<T, kBytes> row_table(PluginState& st, const std::string& key, const std::vector<T>& v,
+                                const aph_sampler_batch& b, aph_stream stream) {
+  cuda::Rows<T, kBytes> t;
+  if (v.size() <= static_cast<size_t>(cuda::Rows<T, kBytes>::kInline)) {
+    std::copy(v.begin(), v.end(), t.local);
+  } else {
+    t.device = upload(st, key, v, b, stream);
+  }
+  return t;
+}
+
 inline cuda::LogitsView logits_view(const aph_sampler_batch& b) {
   return {static_cast<float*>(b.logits.data), b.logits.strides[0], b.logits.shape[1]};
 }
@@ -39,6 +55,16 @@ struct IdLists {
     offsets.push_back(static_cast<int32_t>(ids.size()));
   }
 };
+// The lists on the device, all four in one upload (one copy, not four).
+struct DeviceLists {
+  const int32_t* rows;
+  const int32_t* offsets;
+  const int32_t* ids;
+  const float* values;  // null when the lists carry none
+};
+DeviceLists upload_lists(PluginState& st, const std::string& key, const IdLists& lists, const aph_sampler_batch& b,
+                         aph_stream stream);
+
 // Sets the listed ids to -inf (values empty) or adds `values`.
 void scatter_lists(PluginState& st, const char* stage, const IdLists& lists, const aph_sampler_batch& b,
                    aph_stream stream);

@@ -12,17 +12,19 @@ namespace {
 
 constexpr int kMaxOccurrences = 1024;  // the field's upper bound
 
-__device__ bool is_breaker(const int32_t* b, int32_t n, int32_t t) {
+// Whether t is in the sorted list breakers[first, first + n).
+__device__ bool is_breaker(const DryBreakers& b, int32_t first, int32_t n, int32_t t) {
   int32_t lo = 0, hi = n;
   while (lo < hi) {
     const int32_t mid = (lo + hi) / 2;
-    if (b[mid] < t) lo = mid + 1;
+    if (b[first + mid] < t) lo = mid + 1;
     else hi = mid;
   }
-  return lo < n && b[lo] == t;
+  return lo < n && b[first + lo] == t;
 }
 
-__global__ void dry_kernel(LogitsView logits, const DryRow* rows, const int32_t* breakers) {
+__global__ void dry_kernel(LogitsView logits, const __grid_constant__ Rows<DryRow> rows,
+                           const __grid_constant__ DryBreakers breakers) {
   __shared__ int32_t positions[kMaxOccurrences];
   __shared__ int32_t next_token[kMaxOccurrences];
   __shared__ int32_t match_len[kMaxOccurrences];
@@ -33,10 +35,9 @@ __global__ void dry_kernel(LogitsView logits, const DryRow* rows, const int32_t*
   const int32_t* seq = p.history + start;
   const int32_t n = p.n_tokens - start;
   if (n < 2) return;
-  const int32_t* brk = breakers + p.breaker_offset;
   if (threadIdx.x == 0) {
     int32_t c = 0;
-    while (c < n && c < p.max_ngram && !is_breaker(brk, p.n_breakers, seq[n - 1 - c])) ++c;
+    while (c < n && c < p.max_ngram && !is_breaker(breakers, p.breaker_offset, p.n_breakers, seq[n - 1 - c])) ++c;
     cap = c;
     found = 0;
   }
@@ -79,7 +80,8 @@ __global__ void dry_kernel(LogitsView logits, const DryRow* rows, const int32_t*
 
 }  // namespace
 
-std::string launch_dry(LogitsView logits, int32_t n, const DryRow* rows, const int32_t* breakers, void* stream) {
+std::string launch_dry(LogitsView logits, int32_t n, const Rows<DryRow>& rows, const DryBreakers& breakers,
+                       void* stream) {
   if (n == 0) return "";
   dry_kernel<<<n, 256, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows, breakers);
   return launch_error("dry_kernel");

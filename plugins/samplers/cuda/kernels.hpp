@@ -1,12 +1,15 @@
 // Launchers of the sampler kernels: plain C++ so host .cpp files include them
-// without CUDA headers. Every launcher works on `n` active rows: row_index[r]
-// is the batch row of active row r; pointers are device memory; all launches
-// go to `stream`. Errors come back as a message (empty = launched).
+// without CUDA headers. Every launcher works on `n` active rows, whose
+// parameters come in a Rows table (row_params.hpp) naming each one's batch
+// row; other pointers are device memory; all launches go to `stream`. Errors
+// come back as a message (empty = launched).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "plugins/samplers/cuda/row_params.hpp"
 
 namespace aph::samplers::cuda {
 
@@ -35,7 +38,7 @@ struct PenaltyRow {
 
 // Repetition / frequency / presence penalties. table: n * vocab int32, all 0;
 // newest: n * vocab int32, all -1. Both are left that way again.
-std::string launch_penalties(LogitsView logits, int32_t n, const PenaltyRow* rows, int32_t* table,
+std::string launch_penalties(LogitsView logits, int32_t n, const Rows<PenaltyRow>& rows, int32_t* table,
                              int32_t* newest, void* stream);
 
 struct DryRow {
@@ -47,7 +50,10 @@ struct DryRow {
   int32_t breaker_offset, n_breakers;  // sorted ids in `breakers`
 };
 
-std::string launch_dry(LogitsView logits, int32_t n, const DryRow* rows, const int32_t* breakers, void* stream);
+// Breaker ids: each row's sorted list at its breaker_offset.
+using DryBreakers = Rows<int32_t, 1024>;
+std::string launch_dry(LogitsView logits, int32_t n, const Rows<DryRow>& rows, const DryBreakers& breakers,
+                       void* stream);
 
 struct TemperatureRow {
   int32_t row;
@@ -55,19 +61,17 @@ struct TemperatureRow {
   float temperature, min, max, exponent;
 };
 
-std::string launch_temperature(LogitsView logits, int32_t n, const TemperatureRow* rows, void* stream);
+std::string launch_temperature(LogitsView logits, int32_t n, const Rows<TemperatureRow>& rows, void* stream);
 
-// min_p: removes logits below max + log_min_p[r].
-std::string launch_min_p(LogitsView logits, int32_t n, const int32_t* row_index, const float* log_min_p,
-                         void* stream);
+// min_p: removes logits below max + the row's log min_p.
+std::string launch_min_p(LogitsView logits, int32_t n, const Rows<Indexed<float>>& log_min_p, void* stream);
 
 // XTC for the rows whose coin came up this step.
-std::string launch_xtc(LogitsView logits, int32_t n, const int32_t* row_index, const float* threshold,
-                       void* stream);
+std::string launch_xtc(LogitsView logits, int32_t n, const Rows<Indexed<float>>& threshold, void* stream);
 
 // top_k (k > 0) and top_p (p < 1) kept sets by radix select on the logit value.
-std::string launch_top_k(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* k, void* stream);
-std::string launch_top_p(LogitsView logits, int32_t n, const int32_t* row_index, const float* p, void* stream);
+std::string launch_top_k(LogitsView logits, int32_t n, const Rows<Indexed<int32_t>>& k, void* stream);
+std::string launch_top_p(LogitsView logits, int32_t n, const Rows<Indexed<float>>& p, void* stream);
 
 // Stages that cut (or reshape) by a per-row statistic of the distribution.
 enum ThresholdKind : int32_t {
@@ -85,11 +89,11 @@ struct ThresholdRow {
   double param2;
 };
 
-std::string launch_threshold(LogitsView logits, int32_t n, const ThresholdRow* rows, void* stream);
+std::string launch_threshold(LogitsView logits, int32_t n, const Rows<ThresholdRow>& rows, void* stream);
 
 // typical_p: keeps tokens whose strictly-more-typical mass (by |-log p - H|)
 // is < p, by radix select over the bits of the (non-negative) deviation.
-std::string launch_typical(LogitsView logits, int32_t n, const int32_t* row_index, const float* p, void* stream);
+std::string launch_typical(LogitsView logits, int32_t n, const Rows<Indexed<float>>& p, void* stream);
 
 struct SampleRow {
   int32_t row;
@@ -98,7 +102,7 @@ struct SampleRow {
 };
 
 // Writes chosen[row] for rows whose chosen is still -1.
-std::string launch_sample(LogitsView logits, int32_t n, const SampleRow* rows, int32_t* chosen, void* stream);
+std::string launch_sample(LogitsView logits, int32_t n, const Rows<SampleRow>& rows, int32_t* chosen, void* stream);
 
 // ---- stages over sorted rows (tail-free, skew, mirostat) --------------------
 //
@@ -138,28 +142,28 @@ inline bool full_sort_possible(int64_t vocab) { return vocab > kCompactCap; }
 
 // Carves `scratch` (sort_rows_scratch(n, vocab) bytes) into *rows and gathers
 // the live logits of the batch rows row_index[0, n).
-std::string compact_rows(LogitsView logits, int32_t n, const int32_t* row_index, void* scratch,
+using RowIndex = Rows<int32_t>;
+std::string compact_rows(LogitsView logits, int32_t n, const RowIndex& row_index, void* scratch,
                          size_t scratch_bytes, int32_t* counts, CompactRows* rows, void* stream);
 
 // Sorts the rows a compact kernel marked full (same scratch); *sorted points
 // into it on return.
-std::string sort_full_rows(LogitsView logits, int32_t n, const int32_t* row_index, void* scratch,
+std::string sort_full_rows(LogitsView logits, int32_t n, const RowIndex& row_index, void* scratch,
                            size_t scratch_bytes, const CompactRows& rows, SortedRows* sorted, void* stream);
 
-// Tail-free sampling with z[r] < 1 (row r of a chunk is batch row
-// row_index[r]): the compact kernel does the rows that fit, the full kernel
-// the rows marked full.
-std::string launch_tail_free_compact(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
+// Tail-free sampling with z < 1 (slot r of a chunk is z[r].row): the compact
+// kernel does the rows that fit, the full kernel the rows marked full.
+std::string launch_tail_free_compact(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z,
                                      CompactRows rows, void* stream);
-std::string launch_tail_free(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
-                             SortedRows sorted, void* stream);
+std::string launch_tail_free(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z, SortedRows sorted,
+                             void* stream);
 
 // Skew: rewrites every live logit as the log of the difference of the
-// powered sorted running sum, exponent[r] = exp(skew).
-std::string launch_skew_compact(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
+// powered sorted running sum, exponent = exp(skew).
+std::string launch_skew_compact(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent,
                                 CompactRows rows, void* stream);
-std::string launch_skew(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
-                        SortedRows sorted, void* stream);
+std::string launch_skew(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent, SortedRows sorted,
+                        void* stream);
 
 struct MirostatRow {
   int32_t row;
@@ -172,9 +176,9 @@ struct MirostatRow {
 
 // Mirostat v1 / v2: truncates, draws, writes chosen[row] and the updated mu,
 // for rows whose chosen is still -1 (others keep their mu).
-std::string launch_mirostat_compact(LogitsView logits, int32_t n, const MirostatRow* rows, CompactRows compact,
-                                    int32_t* chosen, void* stream);
-std::string launch_mirostat(LogitsView logits, int32_t n, const MirostatRow* rows, SortedRows sorted,
+std::string launch_mirostat_compact(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows,
+                                    CompactRows compact, int32_t* chosen, void* stream);
+std::string launch_mirostat(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows, SortedRows sorted,
                             int32_t* chosen, void* stream);
 
 }  // namespace aph::samplers::cuda

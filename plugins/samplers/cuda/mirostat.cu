@@ -88,7 +88,8 @@ __device__ RowStart row_start(const MirostatRow& p, const int32_t* chosen) {
 // Decided rows are not sorted; their mu is still written, so a fresh slot
 // holds 2 tau from now on (the CPU creates no state then, which starts at the
 // same 2 tau later).
-__global__ void mirostat_compact_kernel(LogitsView logits, MirostatRow const* rows, CompactRows compact,
+__global__ void mirostat_compact_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows,
+                                        CompactRows compact,
                                         int32_t* chosen) {
   __shared__ CompactSmem s;
   const MirostatRow p = rows[blockIdx.x];
@@ -104,7 +105,8 @@ __global__ void mirostat_compact_kernel(LogitsView logits, MirostatRow const* ro
 }
 
 // The rows marked full are never decided ones (see above).
-__global__ void mirostat_kernel(LogitsView logits, MirostatRow const* rows, SortedRows sorted, int32_t* chosen) {
+__global__ void mirostat_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows, SortedRows sorted,
+                                int32_t* chosen) {
   if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
   const MirostatRow p = rows[blockIdx.x];
   const int64_t vocab = logits.vocab;
@@ -117,14 +119,14 @@ __global__ void mirostat_kernel(LogitsView logits, MirostatRow const* rows, Sort
 
 }  // namespace
 
-std::string launch_mirostat_compact(LogitsView logits, int32_t n, const MirostatRow* rows, CompactRows compact,
-                                    int32_t* chosen, void* stream) {
+std::string launch_mirostat_compact(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows,
+                                    CompactRows compact, int32_t* chosen, void* stream) {
   if (n == 0) return "";
   mirostat_compact_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows, compact, chosen);
   return launch_error("mirostat_compact_kernel");
 }
 
-std::string launch_mirostat(LogitsView logits, int32_t n, const MirostatRow* rows, SortedRows sorted,
+std::string launch_mirostat(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows, SortedRows sorted,
                             int32_t* chosen, void* stream) {
   if (n == 0) return "";
   mirostat_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows, sorted, chosen);

@@ -14,7 +14,7 @@ namespace aph::samplers::cuda {
 namespace {
 
 // table[v] = output_count * 2 + seen_in_window; newest[v] = newest window position or -1.
-__global__ void penalty_count_kernel(int64_t vocab, const PenaltyRow* rows, int32_t* table,
+__global__ void penalty_count_kernel(int64_t vocab, const __grid_constant__ Rows<PenaltyRow> rows, int32_t* table,
                                      int32_t* newest) {
   const PenaltyRow p = rows[blockIdx.y];
   int32_t* t = table + static_cast<int64_t>(blockIdx.y) * vocab;
@@ -34,7 +34,7 @@ __global__ void penalty_count_kernel(int64_t vocab, const PenaltyRow* rows, int3
   }
 }
 
-__global__ void penalty_apply_kernel(LogitsView logits, const PenaltyRow* rows, int32_t* table,
+__global__ void penalty_apply_kernel(LogitsView logits, const __grid_constant__ Rows<PenaltyRow> rows, int32_t* table,
                                      int32_t* newest) {
   const PenaltyRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
@@ -64,7 +64,7 @@ __global__ void penalty_apply_kernel(LogitsView logits, const PenaltyRow* rows, 
 
 }  // namespace
 
-std::string launch_penalties(LogitsView logits, int32_t n, const PenaltyRow* rows, int32_t* table,
+std::string launch_penalties(LogitsView logits, int32_t n, const Rows<PenaltyRow>& rows, int32_t* table,
                              int32_t* newest, void* stream) {
   if (n == 0) return "";
   auto s = static_cast<cudaStream_t>(stream);

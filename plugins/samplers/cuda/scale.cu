@@ -8,7 +8,7 @@ namespace {
 
 constexpr float kMinTemperature = 2e-5f;  // as the CPU stage
 
-__global__ void temperature_kernel(LogitsView logits, const TemperatureRow* rows) {
+__global__ void temperature_kernel(LogitsView logits, const __grid_constant__ Rows<TemperatureRow> rows) {
   const TemperatureRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   float t = fmaxf(p.temperature, kMinTemperature);
@@ -39,10 +39,10 @@ __global__ void temperature_kernel(LogitsView logits, const TemperatureRow* rows
   for (int64_t i = split_first(); i < logits.vocab; i += split_step()) x[i] = __fdiv_rn(x[i], t);
 }
 
-__global__ void min_p_kernel(LogitsView logits, const int32_t* row_index, const float* log_min_p) {
-  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.y]) * logits.stride;
+__global__ void min_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> log_min_p) {
+  float* x = logits.data + static_cast<int64_t>(log_min_p[blockIdx.y].row) * logits.stride;
   const float m = split_max(x, logits.vocab);
-  const float t = log_min_p[blockIdx.y];  // <= 0, so the max always stays
+  const float t = log_min_p[blockIdx.y].value;  // <= 0, so the max always stays
   for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
     if (x[i] != -INFINITY && __fsub_rn(x[i], m) < t) x[i] = -INFINITY;
   }
@@ -50,13 +50,12 @@ __global__ void min_p_kernel(LogitsView logits, const int32_t* row_index, const 
 
 }  // namespace
 
-std::string launch_temperature(LogitsView logits, int32_t n, const TemperatureRow* rows, void* stream) {
+std::string launch_temperature(LogitsView logits, int32_t n, const Rows<TemperatureRow>& rows, void* stream) {
   return launch_split(temperature_kernel, n, stream, "temperature_kernel", logits, rows);
 }
 
-std::string launch_min_p(LogitsView logits, int32_t n, const int32_t* row_index, const float* log_min_p,
-                         void* stream) {
-  return launch_split(min_p_kernel, n, stream, "min_p_kernel", logits, row_index, log_min_p);
+std::string launch_min_p(LogitsView logits, int32_t n, const Rows<Indexed<float>>& log_min_p, void* stream) {
+  return launch_split(min_p_kernel, n, stream, "min_p_kernel", logits, log_min_p);
 }
 
 }  // namespace aph::samplers::cuda

@@ -17,9 +17,9 @@ __device__ uint32_t order_key(float f) {
 }
 
 
-__global__ void top_k_kernel(LogitsView logits, const int32_t* row_index, const int32_t* ks) {
-  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.y]) * logits.stride;
-  const int64_t k = ks[blockIdx.y];
+__global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<int32_t>> ks) {
+  float* x = logits.data + static_cast<int64_t>(ks[blockIdx.y].row) * logits.stride;
+  const int64_t k = ks[blockIdx.y].value;
   if (k >= logits.vocab) return;
   // The largest key with count(key >= K) >= k: ties at the boundary all stay.
   const uint32_t boundary = radix_boundary<uint32_t>(
@@ -34,9 +34,9 @@ __global__ void top_k_kernel(LogitsView logits, const int32_t* row_index, const 
   }
 }
 
-__global__ void top_p_kernel(LogitsView logits, const int32_t* row_index, const float* ps) {
-  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.y]) * logits.stride;
-  const double p = ps[blockIdx.y];
+__global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
+  float* x = logits.data + static_cast<int64_t>(ps[blockIdx.y].row) * logits.stride;
+  const double p = ps[blockIdx.y].value;
   const float m = split_max(x, logits.vocab);
   const double z = split_partition(x, logits.vocab, m);
   // Smallest key K with mass(key > K) < p, which is the largest K with
@@ -54,14 +54,15 @@ __global__ void top_p_kernel(LogitsView logits, const int32_t* row_index, const 
   }
 }
 
-__global__ void typical_kernel(LogitsView logits, const int32_t* row_index, const float* ps) {
-  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.y]) * logits.stride;
-  const double p = ps[blockIdx.y];
+__global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
+  float* x = logits.data + static_cast<int64_t>(ps[blockIdx.y].row) * logits.stride;
+  const double p = ps[blockIdx.y].value;
   const float m = split_max(x, logits.vocab);
   const double z = split_partition(x, logits.vocab, m);
   const double log_z = log(z) + m;
   double ent = 0;
   for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
+    if (x[i] == -INFINITY) continue;  // adds nothing; skipping spares a double exp
     const double pr = exp(static_cast<double>(x[i]) - m) / z;
     if (pr > 0) ent -= pr * log(pr);
   }
@@ -95,9 +96,9 @@ __global__ void typical_kernel(LogitsView logits, const int32_t* row_index, cons
   }
 }
 
-__global__ void xtc_kernel(LogitsView logits, const int32_t* row_index, const float* thresholds) {
-  float* x = logits.data + static_cast<int64_t>(row_index[blockIdx.y]) * logits.stride;
-  const double thr = thresholds[blockIdx.y];
+__global__ void xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> thresholds) {
+  float* x = logits.data + static_cast<int64_t>(thresholds[blockIdx.y].row) * logits.stride;
+  const double thr = thresholds[blockIdx.y].value;
   const float m = split_max(x, logits.vocab);
   const double z = split_partition(x, logits.vocab, m);
   // p = exp(x - m) / z >= thr  <=>  x - m >= log(thr * z): one exp-free
@@ -120,7 +121,7 @@ __global__ void xtc_kernel(LogitsView logits, const int32_t* row_index, const fl
   }
 }
 
-__global__ void sample_kernel(LogitsView logits, const SampleRow* rows, int32_t* chosen) {
+__global__ void sample_kernel(LogitsView logits, const __grid_constant__ Rows<SampleRow> rows, int32_t* chosen) {
   const SampleRow p = rows[blockIdx.y];
   if (chosen[p.row] >= 0) return;
   const float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
@@ -138,27 +139,26 @@ __global__ void sample_kernel(LogitsView logits, const SampleRow* rows, int32_t*
 
 }  // namespace
 
-std::string launch_top_k(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* k, void* stream) {
+std::string launch_top_k(LogitsView logits, int32_t n, const Rows<Indexed<int32_t>>& k, void* stream) {
   // One block per row held a batch-1 step 0.8 ms on the H200: a cluster per row.
-  return launch_split(top_k_kernel, n, stream, "top_k_kernel", logits, row_index, k);
+  return launch_split(top_k_kernel, n, stream, "top_k_kernel", logits, k);
 }
 
-std::string launch_top_p(LogitsView logits, int32_t n, const int32_t* row_index, const float* p, void* stream) {
-  return launch_split(top_p_kernel, n, stream, "top_p_kernel", logits, row_index, p);
+std::string launch_top_p(LogitsView logits, int32_t n, const Rows<Indexed<float>>& p, void* stream) {
+  return launch_split(top_p_kernel, n, stream, "top_p_kernel", logits, p);
 }
 
-std::string launch_typical(LogitsView logits, int32_t n, const int32_t* row_index, const float* p, void* stream) {
+std::string launch_typical(LogitsView logits, int32_t n, const Rows<Indexed<float>>& p, void* stream) {
   // Eight radix passes over the 64-bit deviation keys (64 bisection passes
   // cost a cluster about as much as the rest of the chain).
-  return launch_split(typical_kernel, n, stream, "typical_kernel", logits, row_index, p);
+  return launch_split(typical_kernel, n, stream, "typical_kernel", logits, p);
 }
 
-std::string launch_xtc(LogitsView logits, int32_t n, const int32_t* row_index, const float* threshold,
-                       void* stream) {
-  return launch_split(xtc_kernel, n, stream, "xtc_kernel", logits, row_index, threshold);
+std::string launch_xtc(LogitsView logits, int32_t n, const Rows<Indexed<float>>& threshold, void* stream) {
+  return launch_split(xtc_kernel, n, stream, "xtc_kernel", logits, threshold);
 }
 
-std::string launch_sample(LogitsView logits, int32_t n, const SampleRow* rows, int32_t* chosen, void* stream) {
+std::string launch_sample(LogitsView logits, int32_t n, const Rows<SampleRow>& rows, int32_t* chosen, void* stream) {
   return launch_split(sample_kernel, n, stream, "sample_kernel", logits, rows, chosen);
 }
 

@@ -4,8 +4,7 @@
 // is log(C^e - C_before^e), from skew_log_prob like the CPU's. Tied tokens get
 // different values by their place in the order, which is the CPU's (ties by
 // ascending id); only the rounding of the running sum differs.
-#include "plugins/samplers/cuda/compact_row.cuh"
-#include "plugins/samplers/cuda/sorted_scan.cuh"
+#include "plugins/samplers/cuda/sorted_stage.cuh"
 #include "plugins/samplers/sorted_math.hpp"
 
 namespace aph::samplers::cuda {
@@ -37,37 +36,22 @@ __device__ void skew_row(float* x, const float* sx, const int32_t* sid, int64_t 
   }
 }
 
-__global__ void skew_compact_kernel(LogitsView logits, const int32_t* row_index, const double* exponents,
-                                    CompactRows rows) {
-  __shared__ CompactSmem s;
-  const int64_t live = take_compact_row(rows, blockIdx.x, logits.vocab, true, s);
-  if (live < 0) return;  // the full kernel's
-  skew_row(logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride, s.row.x, s.row.id, live,
-           exponents[blockIdx.x]);
-}
-
-__global__ void skew_kernel(LogitsView logits, const int32_t* row_index, const double* exponents, SortedRows sorted) {
-  if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
-  const int64_t vocab = logits.vocab;
-  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
-  skew_row(logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride, sx,
-           sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab, sorted_live(sx, vocab), exponents[blockIdx.x]);
-}
+struct Skew {
+  __device__ static void row(float* x, const float* sx, const int32_t* sid, int64_t live, double value) {
+    skew_row(x, sx, sid, live, value);
+  }
+};
 
 }  // namespace
 
-std::string launch_skew_compact(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
-                                CompactRows rows, void* stream) {
-  if (n == 0) return "";
-  skew_compact_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, exponent, rows);
-  return launch_error("skew_compact_kernel");
+std::string launch_skew_compact(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent, CompactRows rows,
+                       void* stream) {
+  return launch_sorted_compact<Skew>(logits, n, exponent, rows, stream, "skew_compact_kernel");
 }
 
-std::string launch_skew(LogitsView logits, int32_t n, const int32_t* row_index, const double* exponent,
-                        SortedRows sorted, void* stream) {
-  if (n == 0) return "";
-  skew_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, exponent, sorted);
-  return launch_error("skew_kernel");
+std::string launch_skew(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent, SortedRows sorted,
+                       void* stream) {
+  return launch_sorted_full<Skew>(logits, n, exponent, sorted, stream, "skew_kernel");
 }
 
 }  // namespace aph::samplers::cuda

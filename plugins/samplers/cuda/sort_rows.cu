@@ -74,7 +74,7 @@ std::string too_many(int32_t n, int64_t vocab) {
 
 // Live logits of row blockIdx.y appended (warp by warp, in no particular
 // order) to its compact keys while they fit; the count covers them all.
-__global__ void compact_kernel(LogitsView logits, const int32_t* row_index, CompactRows c) {
+__global__ void compact_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index, CompactRows c) {
   const int64_t vocab = logits.vocab;
   const int32_t r = blockIdx.y;
   const float* x = logits.data + static_cast<int64_t>(row_index[r]) * logits.stride;
@@ -99,7 +99,8 @@ __global__ void compact_kernel(LogitsView logits, const int32_t* row_index, Comp
 
 // Keys (~code, so ascending is values descending) and ascending ids of the
 // rows marked full; the sort is stable, so ties come out by id.
-__global__ void gather_kernel(LogitsView logits, const int32_t* row_index, const int32_t* full, uint32_t* keys,
+__global__ void gather_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index, const int32_t* full,
+                              uint32_t* keys,
                               int32_t* ids) {
   const int64_t r = blockIdx.y;
   if (!full[r]) return;
@@ -131,7 +132,7 @@ size_t sort_rows_scratch(int32_t n, int64_t vocab) {
   return layout(nullptr, n, vocab, &error).total;
 }
 
-std::string compact_rows(LogitsView logits, int32_t n, const int32_t* row_index, void* scratch,
+std::string compact_rows(LogitsView logits, int32_t n, const RowIndex& row_index, void* scratch,
                          size_t scratch_bytes, int32_t* counts, CompactRows* rows, void* stream) {
   if (n <= 0) return "";
   // The grid holds a row per y; segment offsets are int.
@@ -150,7 +151,7 @@ std::string compact_rows(LogitsView logits, int32_t n, const int32_t* row_index,
   return launch_error("sort_rows compact_kernel");
 }
 
-std::string sort_full_rows(LogitsView logits, int32_t n, const int32_t* row_index, void* scratch,
+std::string sort_full_rows(LogitsView logits, int32_t n, const RowIndex& row_index, void* scratch,
                            size_t scratch_bytes, const CompactRows& rows, SortedRows* sorted, void* stream) {
   if (n <= 0) return "";
   if (!full_sort_possible(logits.vocab)) return "sort_rows: no row of " + std::to_string(logits.vocab) + " needs it";

@@ -12,9 +12,11 @@ constexpr size_t kSortScratchCap = size_t{96} << 20;
 constexpr const char* kCounts = "sorted_rows.counts";
 }  // namespace
 
-void for_sorted_chunks(PluginState& st, const char* stage, const aph_sampler_batch& b, const int32_t* row_index,
-                       int32_t n, aph_stream stream, const SortedLaunch& launch) {
+void for_sorted_chunks(PluginState& st, const char* stage, const aph_sampler_batch& b,
+                       const std::vector<int32_t>& rows, aph_stream stream, const SortedLaunch& launch) {
+  const auto n = static_cast<int32_t>(rows.size());
   if (n <= 0) return;
+  const cuda::RowIndex row_index = row_table(st, "sorted_rows.index", rows, b, stream);
   const int64_t vocab = b.logits.shape[1];
   const size_t row_bytes = cuda::sort_rows_scratch(1, vocab);
   // At most 65535 rows a chunk: the compaction puts the rows on the grid's y.
@@ -33,12 +35,13 @@ void for_sorted_chunks(PluginState& st, const char* stage, const aph_sampler_bat
   };
   for (int32_t first = 0; first < n; first += chunk) {
     const int32_t count = std::min(chunk, n - first);
-    cuda::CompactRows rows{};
-    check(cuda::compact_rows(logits, count, row_index + first, scratch, bytes, counts, &rows, stream));
-    check(launch.compact(first, count, rows));
+    const cuda::RowIndex chunk_rows = cuda::rows_from(row_index, first, n);
+    cuda::CompactRows compact{};
+    check(cuda::compact_rows(logits, count, chunk_rows, scratch, bytes, counts, &compact, stream));
+    check(launch.compact(first, count, compact));
     if (!cuda::full_sort_possible(vocab)) continue;
     cuda::SortedRows sorted{};
-    check(cuda::sort_full_rows(logits, count, row_index + first, scratch, bytes, rows, &sorted, stream));
+    check(cuda::sort_full_rows(logits, count, chunk_rows, scratch, bytes, compact, &sorted, stream));
     check(launch.full(first, count, sorted));
   }
 }

@@ -6,8 +6,7 @@
 // grows, so "every position after the first crossing" is its kept set too.
 // The sorted order is the CPU's, so the two differ only in the rounding of
 // the sums, never in how ties are split.
-#include "plugins/samplers/cuda/compact_row.cuh"
-#include "plugins/samplers/cuda/sorted_scan.cuh"
+#include "plugins/samplers/cuda/sorted_stage.cuh"
 #include "plugins/samplers/sorted_math.hpp"
 
 namespace aph::samplers::cuda {
@@ -67,37 +66,22 @@ __device__ void tail_free_row(float* x, const float* sx, const int32_t* sid, int
   for (int64_t j = cut + threadIdx.x; j < live; j += blockDim.x) x[sid[j]] = -INFINITY;
 }
 
-__global__ void tail_free_compact_kernel(LogitsView logits, const int32_t* row_index, const float* zs,
-                                         CompactRows rows) {
-  __shared__ CompactSmem s;
-  const int64_t live = take_compact_row(rows, blockIdx.x, logits.vocab, true, s);
-  if (live < 0) return;  // the full kernel's
-  tail_free_row(logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride, s.row.x, s.row.id, live,
-                zs[blockIdx.x]);
-}
-
-__global__ void tail_free_kernel(LogitsView logits, const int32_t* row_index, const float* zs, SortedRows sorted) {
-  if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
-  const int64_t vocab = logits.vocab;
-  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
-  tail_free_row(logits.data + static_cast<int64_t>(row_index[blockIdx.x]) * logits.stride, sx,
-                sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab, sorted_live(sx, vocab), zs[blockIdx.x]);
-}
+struct TailFree {
+  __device__ static void row(float* x, const float* sx, const int32_t* sid, int64_t live, float value) {
+    tail_free_row(x, sx, sid, live, value);
+  }
+};
 
 }  // namespace
 
-std::string launch_tail_free_compact(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
-                                     CompactRows rows, void* stream) {
-  if (n == 0) return "";
-  tail_free_compact_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, z, rows);
-  return launch_error("tail_free_compact_kernel");
+std::string launch_tail_free_compact(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z, CompactRows rows,
+                       void* stream) {
+  return launch_sorted_compact<TailFree>(logits, n, z, rows, stream, "tail_free_compact_kernel");
 }
 
-std::string launch_tail_free(LogitsView logits, int32_t n, const int32_t* row_index, const float* z,
-                             SortedRows sorted, void* stream) {
-  if (n == 0) return "";
-  tail_free_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, z, sorted);
-  return launch_error("tail_free_kernel");
+std::string launch_tail_free(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z, SortedRows sorted,
+                       void* stream) {
+  return launch_sorted_full<TailFree>(logits, n, z, sorted, stream, "tail_free_kernel");
 }
 
 }  // namespace aph::samplers::cuda

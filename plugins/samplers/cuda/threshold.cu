@@ -8,7 +8,7 @@
 namespace aph::samplers::cuda {
 namespace {
 
-__global__ void threshold_kernel(LogitsView logits, const ThresholdRow* rows) {
+__global__ void threshold_kernel(LogitsView logits, const __grid_constant__ Rows<ThresholdRow> rows) {
   const ThresholdRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   const int64_t v = logits.vocab;
@@ -53,6 +53,7 @@ __global__ void threshold_kernel(LogitsView logits, const ThresholdRow* rows) {
   } else {  // kEta
     double ent = 0;
     for (int64_t i = split_first(); i < v; i += split_step()) {
+      if (x[i] == -INFINITY) continue;  // adds nothing; skipping spares a double exp
       const double pr = exp(static_cast<double>(x[i]) - m) / z;
       if (pr > 0) ent -= pr * log(pr);
     }
@@ -67,7 +68,7 @@ __global__ void threshold_kernel(LogitsView logits, const ThresholdRow* rows) {
 
 }  // namespace
 
-std::string launch_threshold(LogitsView logits, int32_t n, const ThresholdRow* rows, void* stream) {
+std::string launch_threshold(LogitsView logits, int32_t n, const Rows<ThresholdRow>& rows, void* stream) {
   return launch_split(threshold_kernel, n, stream, "threshold_kernel", logits, rows);
 }
 

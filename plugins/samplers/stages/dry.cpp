@@ -104,9 +104,10 @@ void DryStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_strea
     breakers.insert(breakers.end(), p->breakers.begin(), p->breakers.end());
   }
   if (rows.empty()) return;
-  auto* d_rows = upload(st, "dry.rows", rows, b, s);
-  auto* d_breakers = upload(st, "dry.breakers", breakers, b, s);
-  check_launch(cuda::launch_dry(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, d_breakers, s), info.name);
+  const auto table = row_table(st, "dry.rows", rows, b, s);
+  const auto breaker_table = row_table<1024>(st, "dry.breakers", breakers, b, s);
+  check_launch(cuda::launch_dry(logits_view(b), static_cast<int32_t>(rows.size()), table, breaker_table, s),
+               info.name);
 }
 
 }  // namespace aph::samplers

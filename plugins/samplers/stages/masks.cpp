@@ -263,11 +263,9 @@ void AllowedTokensStage::apply_cuda(PluginState& st, const aph_sampler_batch& b,
     if (auto* p = static_cast<Params*>(b.rows[i].params)) lists.add(static_cast<int32_t>(i), p->ids);
   }
   if (lists.rows.empty()) return;
-  const std::string k = info.name;
-  auto* rows = upload(st, k + ".rows", lists.rows, b, s);
-  auto* offsets = upload(st, k + ".offsets", lists.offsets, b, s);
-  auto* ids = upload(st, k + ".ids", lists.ids, b, s);
-  check_launch(cuda::launch_keep_only(logits_view(b), static_cast<int32_t>(lists.rows.size()), rows, offsets, ids, s),
+  const DeviceLists d = upload_lists(st, std::string(info.name) + ".lists", lists, b, s);
+  check_launch(cuda::launch_keep_only(logits_view(b), static_cast<int32_t>(lists.rows.size()), d.rows, d.offsets,
+                                      d.ids, s),
                info.name);
 }
 

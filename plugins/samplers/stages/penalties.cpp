@@ -132,11 +132,11 @@ void PenaltiesStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph
                     static_cast<int32_t>(std::min<int64_t>(p->range, INT32_MAX))});
   }
   if (rows.empty()) return;
-  auto* d_rows = upload(st, "penalties.rows", rows, b, s);
+  const auto table_rows = row_table(st, "penalties.rows", rows, b, s);
   const size_t bytes = rows.size() * static_cast<size_t>(b.logits.shape[1]) * sizeof(int32_t);
   auto* table = static_cast<int32_t*>(st.filled_scratch("penalties.table", b.logits.device, bytes, 0x00, s));
   auto* newest = static_cast<int32_t*>(st.filled_scratch("penalties.newest", b.logits.device, bytes, 0xFF, s));
-  const std::string error = cuda::launch_penalties(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, table,
+  const std::string error = cuda::launch_penalties(logits_view(b), static_cast<int32_t>(rows.size()), table_rows, table,
                                                    newest, s);
   if (!error.empty()) {  // the tables may be left half-filled
     st.drop_scratch("penalties.table");

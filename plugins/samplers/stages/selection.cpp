@@ -150,8 +150,8 @@ void SampleStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_st
     }
   }
   if (rows.empty()) return;
-  auto* d_rows = upload(st, "sample.rows", rows, b, s);
-  check_launch(cuda::launch_sample(logits_view(b), static_cast<int32_t>(rows.size()), d_rows,
+  const auto table = row_table(st, "sample.rows", rows, b, s);
+  check_launch(cuda::launch_sample(logits_view(b), static_cast<int32_t>(rows.size()), table,
                                    static_cast<int32_t*>(b.chosen.data), s),
                info.name);
 }
@@ -170,16 +170,18 @@ void MirostatStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_
     slots.push_back(&slot);
   }
   if (rows.empty()) return;
-  auto* d_index = upload(st, "mirostat.index", index, b, s);
-  auto* d_rows = upload(st, "mirostat.rows", rows, b, s);
+  const auto table = row_table(st, "mirostat.rows", rows, b, s);
+  const auto n = static_cast<int32_t>(rows.size());
   auto* chosen = static_cast<int32_t*>(b.chosen.data);
   const cuda::LogitsView logits = logits_view(b);
-  for_sorted_chunks(st, info.name, b, d_index, static_cast<int32_t>(rows.size()), s,
+  for_sorted_chunks(st, info.name, b, index, s,
                     {[&](int32_t first, int32_t count, const cuda::CompactRows& compact) {
-                       return cuda::launch_mirostat_compact(logits, count, d_rows + first, compact, chosen, s);
+                       return cuda::launch_mirostat_compact(logits, count, cuda::rows_from(table, first, n), compact,
+                                                            chosen, s);
                      },
                      [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
-                       return cuda::launch_mirostat(logits, count, d_rows + first, sorted, chosen, s);
+                       return cuda::launch_mirostat(logits, count, cuda::rows_from(table, first, n), sorted, chosen,
+                                                    s);
                      }});
   // The kernels are queued and will write every slot, decided row or not.
   for (DeviceMu::Slot* slot : slots) slot->fresh = false;

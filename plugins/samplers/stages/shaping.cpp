@@ -122,47 +122,27 @@ void QuadraticStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph
     }
   }
   if (rows.empty()) return;
-  auto* d_rows = upload(st, "quadratic.rows", rows, b, s);
-  check_launch(cuda::launch_threshold(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, s), info.name);
+  const auto table = row_table(st, "quadratic.rows", rows, b, s);
+  check_launch(cuda::launch_threshold(logits_view(b), static_cast<int32_t>(rows.size()), table, s), info.name);
 }
 
 // The per-step coin is drawn on the host (it depends only on seed and step);
 // rows whose coin fails cost the device nothing.
 void XtcStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
-  std::vector<int32_t> rows;
-  std::vector<float> thresholds;
+  std::vector<cuda::Indexed<float>> rows;
   for (uint32_t i = 0; i < b.n_rows; ++i) {
     auto* p = static_cast<Params*>(b.rows[i].params);
     if (p == nullptr || !xtc_fires(b.rows[i], p->probability)) continue;
-    rows.push_back(static_cast<int32_t>(i));
-    thresholds.push_back(p->threshold);
+    rows.push_back({static_cast<int32_t>(i), p->threshold});
   }
   if (rows.empty()) return;
-  auto* d_rows = upload(st, "xtc.rows", rows, b, s);
-  auto* d_thr = upload(st, "xtc.thresholds", thresholds, b, s);
-  check_launch(cuda::launch_xtc(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, d_thr, s), info.name);
+  const auto table = row_table(st, "xtc.rows", rows, b, s);
+  check_launch(cuda::launch_xtc(logits_view(b), static_cast<int32_t>(rows.size()), table, s), info.name);
 }
 
 void SkewStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
-  std::vector<int32_t> rows;
-  std::vector<double> exponents;
-  for (uint32_t i = 0; i < b.n_rows; ++i) {
-    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
-      rows.push_back(static_cast<int32_t>(i));
-      exponents.push_back(p->exponent);
-    }
-  }
-  if (rows.empty()) return;
-  auto* d_rows = upload(st, "skew.rows", rows, b, s);
-  auto* d_exp = upload(st, "skew.exponents", exponents, b, s);
-  const cuda::LogitsView logits = logits_view(b);
-  for_sorted_chunks(st, info.name, b, d_rows, static_cast<int32_t>(rows.size()), s,
-                    {[&](int32_t first, int32_t count, const cuda::CompactRows& compact) {
-                       return cuda::launch_skew_compact(logits, count, d_rows + first, d_exp + first, compact, s);
-                     },
-                     [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
-                       return cuda::launch_skew(logits, count, d_rows + first, d_exp + first, sorted, s);
-                     }});
+  for_sorted_rows<Params, double>(st, info.name, b, s, [](const Params& p) { return p.exponent; },
+                                  cuda::launch_skew_compact, cuda::launch_skew);
 }
 
 }  // namespace aph::samplers

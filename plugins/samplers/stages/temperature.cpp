@@ -74,8 +74,8 @@ void TemperatureStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, a
     }
   }
   if (rows.empty()) return;
-  auto* d_rows = upload(st, "temperature.rows", rows, b, s);
-  check_launch(cuda::launch_temperature(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, s), info.name);
+  const auto table = row_table(st, "temperature.rows", rows, b, s);
+  check_launch(cuda::launch_temperature(logits_view(b), static_cast<int32_t>(rows.size()), table, s), info.name);
 }
 
 }  // namespace aph::samplers

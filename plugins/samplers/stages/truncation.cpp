@@ -286,23 +286,17 @@ void TypicalPStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows
 namespace aph::samplers {
 
 namespace {
-// Gathers (row index, value) of the active rows and launches `launch`.
+// Gathers (row, value) of the active rows and launches `launch`.
 template <typename P, typename V, typename Value, typename Launch>
 void per_row_launch(PluginState& st, const char* stage, const aph_sampler_batch& b, aph_stream s, Value value,
                     Launch launch) {
-  std::vector<int32_t> rows;
-  std::vector<V> values;
+  std::vector<cuda::Indexed<V>> rows;
   for (uint32_t i = 0; i < b.n_rows; ++i) {
-    if (auto* p = static_cast<P*>(b.rows[i].params)) {
-      rows.push_back(static_cast<int32_t>(i));
-      values.push_back(value(*p));
-    }
+    if (auto* p = static_cast<P*>(b.rows[i].params)) rows.push_back({static_cast<int32_t>(i), value(*p)});
   }
   if (rows.empty()) return;
-  const std::string k = stage;
-  auto* d_rows = upload(st, k + ".rows", rows, b, s);
-  auto* d_values = upload(st, k + ".values", values, b, s);
-  check_launch(launch(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, d_values, s), stage);
+  const auto table = row_table(st, std::string(stage) + ".rows", rows, b, s);
+  check_launch(launch(logits_view(b), static_cast<int32_t>(rows.size()), table, s), stage);
 }
 }  // namespace
 
@@ -333,8 +327,8 @@ void threshold_launch(PluginState& st, const char* stage, const aph_sampler_batc
     if (auto* p = static_cast<P*>(b.rows[i].params)) rows.push_back({static_cast<int32_t>(i), kind, param(*p), 0.0});
   }
   if (rows.empty()) return;
-  auto* d_rows = upload(st, std::string(stage) + ".rows", rows, b, s);
-  check_launch(cuda::launch_threshold(logits_view(b), static_cast<int32_t>(rows.size()), d_rows, s), stage);
+  const auto table = row_table(st, std::string(stage) + ".rows", rows, b, s);
+  check_launch(cuda::launch_threshold(logits_view(b), static_cast<int32_t>(rows.size()), table, s), stage);
 }
 }  // namespace
 
@@ -352,25 +346,8 @@ void EpsilonCutoffStage::apply_cuda(PluginState& st, const aph_sampler_batch& b,
 }
 
 void TfsStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
-  std::vector<int32_t> rows;
-  std::vector<float> zs;
-  for (uint32_t i = 0; i < b.n_rows; ++i) {
-    if (auto* p = static_cast<Params*>(b.rows[i].params)) {
-      rows.push_back(static_cast<int32_t>(i));
-      zs.push_back(p->z);
-    }
-  }
-  if (rows.empty()) return;
-  auto* d_rows = upload(st, "tfs.rows", rows, b, s);
-  auto* d_z = upload(st, "tfs.z", zs, b, s);
-  const cuda::LogitsView logits = logits_view(b);
-  for_sorted_chunks(st, info.name, b, d_rows, static_cast<int32_t>(rows.size()), s,
-                    {[&](int32_t first, int32_t count, const cuda::CompactRows& compact) {
-                       return cuda::launch_tail_free_compact(logits, count, d_rows + first, d_z + first, compact, s);
-                     },
-                     [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
-                       return cuda::launch_tail_free(logits, count, d_rows + first, d_z + first, sorted, s);
-                     }});
+  for_sorted_rows<Params, float>(st, info.name, b, s, [](const Params& p) { return p.z; },
+                                 cuda::launch_tail_free_compact, cuda::launch_tail_free);
 }
 
 }  // namespace aph::samplers

@@ -16,6 +16,9 @@
 #   attention  aph_bench_attention
 #   engine     aph_bench_engine: random 135M Q4_0, 8B bf16 (APH_PDL on/off)
 #   price      bench/samplers/price_chain.sh on the 8B Q4_K_M (bench/run.sh's cache)
+#   q4km       the 8B Q4_K_M alone (bench/run.sh's cache): engine decode512,
+#              ctx8k and batch64, then price_chain.sh's greedy / default
+#              chain / every stage on it (issues 4, 5 and 7's Q4_K_M rows)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
 set -uo pipefail
@@ -101,6 +104,24 @@ if want engine; then
     python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 >> "$OUT/bench_engine.log" 2>&1
   engine_case 8b-bf16 $CACHE/llama3-8b-bf16 decode512,ctx8k
   APH_PDL=0 engine_case 8b-bf16-nopdl $CACHE/llama3-8b-bf16 decode512
+fi
+if want q4km; then
+  step "8B Q4_K_M"
+  Q4KM=$CACHE/llama3-8b-Q4_K_M.gguf
+  if [ ! -s "$Q4KM" ]; then
+    [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
+      timeout 300 python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 \
+        >> "$OUT/q4km.log" 2>&1
+    step "quantizing"
+    timeout 400 $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $CACHE/llama3-8b-bf16 $CACHE/q4km.partial.gguf \
+      >> "$OUT/q4km.log" 2>&1 && mv $CACHE/q4km.partial.gguf "$Q4KM"
+    record "Q4_K_M model" $? q4km.log
+  fi
+  if [ -s "$Q4KM" ]; then
+    engine_case 8b-q4km "$Q4KM" decode512,ctx8k,batch64
+    timeout 200 bash bench/samplers/price_chain.sh "$Q4KM" > "$OUT/price_chain.txt" 2>&1
+    record price_chain $? price_chain.txt
+  fi
 fi
 if want prepare; then
   step "bench models"

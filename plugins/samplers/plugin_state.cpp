@@ -83,6 +83,12 @@ void* DeviceBuffer::get(const aph_host_services* services, int32_t device, size_
   return data_;
 }
 
+std::shared_ptr<DeviceFloatPool> PluginState::float_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!float_pool_) float_pool_ = std::make_shared<DeviceFloatPool>(services_);
+  return float_pool_;
+}
+
 void PluginState::log(int32_t level, const std::string& message) const {
   if (services_ != nullptr && services_->log != nullptr) services_->log(services_->host, level, message.c_str());
 }

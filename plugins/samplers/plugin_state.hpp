@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/samplers/device_float_pool.hpp"
 #include "aphrodite/sampler.h"
 
 namespace aph::samplers {
@@ -77,12 +78,16 @@ class PluginState {
   // Engine thread only. Uploads host data into the named scratch buffer.
   void* upload(const std::string& key, int32_t device, const void* data, size_t bytes, void* stream);
 
+  // Per-request device floats; shared, so request state may outlive the state.
+  std::shared_ptr<DeviceFloatPool> float_pool();
+
  private:
   const aph_host_services* services_;
   mutable std::mutex mutex_;
   std::shared_ptr<const Vocab> vocab_;
   std::map<std::string, std::shared_ptr<const std::vector<int32_t>>> containing_cache_;
   std::map<std::string, std::unique_ptr<DeviceBuffer>> scratch_;
+  std::shared_ptr<DeviceFloatPool> float_pool_;  // guarded by mutex_
 };
 
 }  // namespace aph::samplers

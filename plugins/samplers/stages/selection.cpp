@@ -59,22 +59,17 @@ void SampleStage::apply_cpu(PluginState&, std::span<const CpuRow<Params>> rows) 
 // ---- mirostat ------------------------------------------------------------
 
 DeviceMu::~DeviceMu() {
-  for (auto& [seed, slot] : slots_) services_->device_free(services_->host, device_, slot.mu);
+  for (auto& [seed, slot] : slots_) pool_->give_back(device_, slot.mu);
 }
 
-DeviceMu::Slot& DeviceMu::slot(const aph_host_services* services, int32_t device, uint64_t seed) {
+DeviceMu::Slot& DeviceMu::slot(const std::shared_ptr<DeviceFloatPool>& pool, int32_t device, uint64_t seed) {
   auto it = slots_.find(seed);
   if (it != slots_.end()) return it->second;
-  if (services == nullptr || services->device_alloc == nullptr) {
-    throw Error(APH_ERR_INTERNAL, "mirostat: no device_alloc host service");
-  }
   if (!slots_.empty() && device != device_) throw invalid_argument("mirostat: a request moved between devices");
-  aph_error err{};
-  void* p = services->device_alloc(services->host, device, sizeof(float), &err);
-  if (p == nullptr) throw Error(APH_ERR_OUT_OF_MEMORY, std::string("mirostat mu: ") + err.message);
-  services_ = services;
+  float* mu = pool->take(device);
+  pool_ = pool;
   device_ = device;
-  return slots_.emplace(seed, Slot{static_cast<float*>(p), true}).first->second;
+  return slots_.emplace(seed, Slot{mu, true}).first->second;
 }
 
 const DeviceMu::Slot* DeviceMu::find(uint64_t seed) const {
@@ -157,13 +152,14 @@ void SampleStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_st
 }
 
 void MirostatStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
+  const std::shared_ptr<DeviceFloatPool> pool = st.float_pool();
   std::vector<int32_t> index;
   std::vector<cuda::MirostatRow> rows;
   std::vector<DeviceMu::Slot*> slots;
   for (uint32_t i = 0; i < b.n_rows; ++i) {
     auto* p = static_cast<Params*>(b.rows[i].params);
     if (p == nullptr) continue;
-    DeviceMu::Slot& slot = p->device_mu.slot(st.services(), b.logits.device, b.rows[i].seed);
+    DeviceMu::Slot& slot = p->device_mu.slot(pool, b.logits.device, b.rows[i].seed);
     index.push_back(static_cast<int32_t>(i));
     rows.push_back({static_cast<int32_t>(i), p->mode, p->tau, p->eta, slot.mu, slot.fresh ? 1 : 0, b.rows[i].seed,
                     b.rows[i].step});

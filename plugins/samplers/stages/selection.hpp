@@ -10,8 +10,8 @@ namespace aph::samplers {
 
 // Mirostat's mu for device batches: one float of device memory per row seed,
 // which the kernel reads and updates in place, so the state never travels to
-// the host between steps. Allocated on the engine thread at a seed's first
-// step, freed with the request (any thread) through the host services.
+// the host between steps. Taken from the plugin's float pool on the engine
+// thread at a seed's first step, given back with the request (any thread).
 class DeviceMu {
  public:
   struct Slot {
@@ -23,12 +23,12 @@ class DeviceMu {
   DeviceMu& operator=(const DeviceMu&) = delete;
   ~DeviceMu();
   // The seed's slot, allocated on first use. Throws when the allocation fails.
-  Slot& slot(const aph_host_services* services, int32_t device, uint64_t seed);
+  Slot& slot(const std::shared_ptr<DeviceFloatPool>& pool, int32_t device, uint64_t seed);
   // nullptr when the seed has no slot yet.
   const Slot* find(uint64_t seed) const;
 
  private:
-  const aph_host_services* services_ = nullptr;
+  std::shared_ptr<DeviceFloatPool> pool_;
   int32_t device_ = -1;
   std::unordered_map<uint64_t, Slot> slots_;  // node-based: a Slot& stays valid
 };

@@ -1,21 +1,72 @@
 #include "plugins/samplers/cuda/row_split.cuh"
 
 #include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
 
 namespace aph::samplers::cuda {
 
-int row_blocks(int device) {
-  // Cached per device: the attribute query costs more than a launch.
+namespace {
+
+// Whether `kernel` runs in clusters of kWideBlocks on `device` (asked once
+// per kernel and device).
+bool wide_clusters(const void* kernel, int device) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find({kernel, device});
+  if (it != known.end()) return it->second;
+  bool ok = false;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(kWideBlocks, 1);
+    config.blockDim = dim3(kThreads);
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = kWideBlocks;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
+  }
+  cudaGetLastError();  // a refusal above is an answer, not an error for the next launch
+  known[{kernel, device}] = ok;
+  return ok;
+}
+
+// Compute capability major of `device` (cached: the query costs more than a
+// launch), and the APH_ROW_BLOCKS override (0: none).
+int device_major(int device) {
   static std::atomic<int> cached[64] = {};
-  if (device < 0 || device >= 64) return 1;
+  if (device < 0 || device >= 64) return 0;
   int v = cached[device].load(std::memory_order_relaxed);
   if (v == 0) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) major = 0;
-    v = major >= 9 ? kRowBlocks : 1;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) v = -1;
     cached[device].store(v, std::memory_order_relaxed);
   }
   return v;
+}
+int forced_blocks() {
+  static const int forced = [] {
+    const char* v = std::getenv("APH_ROW_BLOCKS");
+    const int f = v != nullptr ? std::atoi(v) : 0;
+    return f == 1 || f == 2 || f == 4 || f == 8 || f == 16 ? f : 0;
+  }();
+  return forced;
+}
+
+}  // namespace
+
+int split_blocks(const void* kernel, int device, int32_t rows) {
+  if (device_major(device) < 9) return 1;
+  const int forced = forced_blocks();
+  const bool want_wide = forced == kWideBlocks || (forced == 0 && rows <= kWideRows);
+  if (want_wide && wide_clusters(kernel, device)) return kWideBlocks;
+  return forced != 0 && forced < kRowBlocks ? forced : kRowBlocks;
 }
 
 }  // namespace aph::samplers::cuda

@@ -8,6 +8,11 @@
 // Every block of a cluster gets the same reduced value: the partials are
 // combined in rank order. Kernels built for older GPUs (or launched without
 // a cluster) run one block per row with the same code.
+//
+// A few rows leave most of the GPU idle, and a pass whose tokens each need a
+// double exp is bound by the cluster's FP64 units: up to kWideRows rows get
+// clusters of kWideBlocks (a size Hopper allows only on request, so it is
+// tried per kernel and dropped where the GPU cannot place it).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -19,7 +24,9 @@
 
 namespace aph::samplers::cuda {
 
-constexpr int kRowBlocks = 8;  // the portable maximum cluster size
+constexpr int kRowBlocks = 8;    // the portable maximum cluster size
+constexpr int kWideBlocks = 16;  // Hopper's largest, on request
+constexpr int kWideRows = 4;
 
 // This thread's first element of the row, and the stride between its elements.
 __device__ inline int64_t split_first() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
@@ -80,16 +87,19 @@ __device__ inline ArgMax split_argmax(ArgMax v) {
   return cluster_combine(block_argmax(v), ArgMaxOp{}, ArgMax{0.0, -1});
 }
 
-// Blocks per row for this device: kRowBlocks where clusters exist (sm_90+).
-int row_blocks(int device);
+// Blocks per row for `rows` rows of `kernel` on `device`: 1 without
+// clusters (before sm_90), else kRowBlocks, or kWideBlocks for up to
+// kWideRows rows where the GPU can place such clusters of this kernel.
+// APH_ROW_BLOCKS=1|2|4|8|16 fixes it instead (for measurements).
+int split_blocks(const void* kernel, int device, int32_t rows);
 
-// Launches kernel over grid (row_blocks, rows) as clusters of row_blocks.
+// Launches kernel over grid (blocks, rows) as clusters of `blocks`.
 template <typename... Params, typename... Args>
 std::string launch_split(void (*kernel)(Params...), int32_t rows, void* stream, const char* name, Args... args) {
   if (rows == 0) return "";
   int device = 0;
   cudaGetDevice(&device);
-  const int blocks = row_blocks(device);
+  const int blocks = split_blocks(reinterpret_cast<const void*>(kernel), device, rows);
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(rows));
   config.blockDim = dim3(kThreads);

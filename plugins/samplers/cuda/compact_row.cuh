@@ -45,7 +45,7 @@ union CompactSmem {
 // than kCompactCap live tokens: it is marked full and left alone. A row that
 // is not `wanted` is neither sorted nor marked (returns 0). Every thread of
 // the block (kThreads of them) must call it.
-__device__ inline int64_t take_compact_row(const CompactRows& c, int32_t r, int64_t vocab, bool wanted,
+__device__ inline int64_t take_compact_row(const CompactRows& c, int32_t r, bool wanted,
                                            CompactSmem& s) {
   __shared__ int32_t s_count;
   if (threadIdx.x == 0) {
@@ -53,9 +53,6 @@ __device__ inline int64_t take_compact_row(const CompactRows& c, int32_t r, int6
     c.counts[r] = 0;  // zero again for the next stage
     const bool full = wanted && count > kCompactCap;
     c.full[r] = full ? 1 : 0;
-    const int64_t begin = static_cast<int64_t>(r) * vocab;  // the host keeps n * vocab within int
-    c.begin[r] = static_cast<int32_t>(begin);
-    c.end[r] = static_cast<int32_t>(full ? begin + vocab : begin);
     s_count = wanted ? count : 0;
   }
   __syncthreads();

@@ -109,8 +109,8 @@ std::string launch_sample(LogitsView logits, int32_t n, const Rows<SampleRow>& r
 // Two paths, chosen per row on the device. compact_rows gathers each row's
 // live (not -inf) logits; a row with at most kCompactCap of them is sorted
 // in shared memory by the stage's compact kernel, which marks the others
-// `full`. sort_full_rows then sorts only the marked rows whole (a segmented
-// sort whose other segments are empty) for the stage's full kernel. Both
+// `full`. sort_full_rows then sorts only the marked rows whole (each on a
+// cluster; the others cost it a flag read) for the stage's full kernel. Both
 // orders are the CPU's std::stable_sort: descending value, ties by ascending
 // id, -0.0 equal to +0.0.
 
@@ -121,8 +121,6 @@ struct CompactRows {
   uint64_t* keys;   // slot r: kCompactCap (value code, id) keys, unordered
   int32_t* counts;  // live tokens of slot r; back to 0 after the compact kernel
   int32_t* full;    // 1: slot r has more than kCompactCap live tokens
-  int32_t* begin;   // slot r's segment for the full sort, empty unless full
-  int32_t* end;
 };
 
 // Slot r of a chunk sorted by sort_full_rows: logits[r * vocab, (r+1) * vocab)

@@ -94,7 +94,7 @@ __global__ void mirostat_compact_kernel(LogitsView logits, const __grid_constant
   __shared__ CompactSmem s;
   const MirostatRow p = rows[blockIdx.x];
   const RowStart start = row_start(p, chosen);
-  const int64_t live = take_compact_row(compact, blockIdx.x, logits.vocab, !start.decided, s);
+  const int64_t live = take_compact_row(compact, blockIdx.x, !start.decided, s);
   if (live < 0) return;  // the full kernel's, mu included
   float mu = start.mu;
   if (!start.decided) {

@@ -32,6 +32,29 @@ constexpr int kWideRows = 4;
 __device__ inline int64_t split_first() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t split_step() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+// A barrier over the row's cluster that also orders its memory accesses
+// (shared, distributed shared and global): a plain block barrier when the
+// row has one block.
+__device__ inline void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (gridDim.x > 1) {
+    cooperative_groups::this_cluster().sync();
+    return;
+  }
+#endif
+  __syncthreads();
+}
+
+// Block `rank` of the row's cluster's copy of the shared variable *p.
+template <typename T>
+__device__ inline T* cluster_peer(T* p, unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (gridDim.x > 1) return cooperative_groups::this_cluster().map_shared_rank(p, rank);
+#endif
+  (void)rank;
+  return p;
+}
+
 // Combines each block's value v (the same in all of a block's threads) over
 // the row's cluster, in rank order; every thread gets the result.
 template <typename T, typename Op>

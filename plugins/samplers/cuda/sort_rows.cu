@@ -1,36 +1,35 @@
 // The sorted-row stages' two paths (see kernels.hpp). compact_kernel gathers
 // each row's live logits as (value, id) keys, up to kCompactCap of them, and
 // counts them all; the stage's compact kernel sorts a row that fits in shared
-// memory and marks the rest full. Those are sorted here whole by cub's stable
-// segmented radix sort over (value code) keys with ids ascending alongside,
-// which gives ties by ascending id like the CPU's std::stable_sort; rows not
-// marked have empty segments and cost the sort nothing, so a step where every
-// row fits pays no full sort but its (empty) launches. Ties decide which tokens
-// a cut splits off and what skew gives each, so a selection that only keeps
-// tie groups together (like select.cu's) would not do here.
-#include <cub/device/device_segmented_radix_sort.cuh>
-
+// memory and marks the rest full. Those are sorted here whole, each on a
+// cluster of blocks (row_split.cuh), by a stable LSD radix sort over (value
+// code) keys with ids alongside, which gives ties by ascending id like the
+// CPU's std::stable_sort. A row not marked full costs its cluster one read of
+// the flag, so a step where every row fits pays one near-empty launch. (cub's
+// segmented sort, used before, sorted each row on one block: 1.1 ms a
+// 128k-token row on the H200, and several launches even when no row was full.)
+// Ties decide which tokens a cut splits off and what skew gives each, so a
+// selection that only keeps tie groups together (like select.cu's) would not
+// do here.
 #include <algorithm>
 #include <climits>
 
 #include "plugins/samplers/cuda/compact_row.cuh"
+#include "plugins/samplers/cuda/row_split.cuh"
 
 namespace aph::samplers::cuda {
 namespace {
 
 constexpr int kCompactThreads = 256;
-constexpr int kGatherBlocks = 16;   // per full row: enough loads in flight to stream it
 constexpr int kCompactBlocks = 512;  // over all rows of a chunk, to stream the logits
+constexpr int kSortBins = 256;       // 8 bits a pass, 4 passes
+constexpr int kSortWarps = kThreads / 32;
 
 struct Layout {
   uint64_t* compact;
   int32_t* full;
-  int32_t* begin;
-  int32_t* end;
   uint32_t* keys[2];
   int32_t* ids[2];
-  void* temp;
-  size_t temp_bytes;
   size_t total;
 };
 
@@ -38,7 +37,7 @@ size_t align_up(size_t bytes) { return (bytes + 255) & ~size_t{255}; }
 
 // Carves the scratch (base may be null: sizes only). The full sort's part is
 // there only when a row can hold more than kCompactCap live tokens.
-Layout layout(void* base, int32_t n, int64_t vocab, cudaError_t* error) {
+Layout layout(void* base, int32_t n, int64_t vocab) {
   Layout l{};
   auto* p = static_cast<char*>(base);
   size_t at = 0;
@@ -50,19 +49,12 @@ Layout layout(void* base, int32_t n, int64_t vocab, cudaError_t* error) {
   const size_t rows = static_cast<size_t>(n);
   l.compact = static_cast<uint64_t*>(take(rows * kCompactCap * sizeof(uint64_t)));
   l.full = static_cast<int32_t*>(take(rows * sizeof(int32_t)));
-  l.begin = static_cast<int32_t*>(take(rows * sizeof(int32_t)));
-  l.end = static_cast<int32_t*>(take(rows * sizeof(int32_t)));
-  const size_t items = rows * static_cast<size_t>(vocab);
-  if (full_sort_possible(vocab) && items <= static_cast<size_t>(INT_MAX)) {  // else the sort refuses
-    cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
-    cub::DoubleBuffer<int32_t> ids(nullptr, nullptr);
-    *error = cub::DeviceSegmentedRadixSort::SortPairs(nullptr, l.temp_bytes, keys, ids, static_cast<int>(items), n,
-                                                      l.begin, l.end, 0, 32);
+  if (full_sort_possible(vocab)) {
+    const size_t items = rows * static_cast<size_t>(vocab);
     for (int b = 0; b < 2; ++b) {
       l.keys[b] = static_cast<uint32_t*>(take(items * sizeof(uint32_t)));
       l.ids[b] = static_cast<int32_t*>(take(items * sizeof(int32_t)));
     }
-    l.temp = take(l.temp_bytes);
   }
   l.total = at;
   return l;
@@ -97,40 +89,120 @@ __global__ void compact_kernel(LogitsView logits, const __grid_constant__ RowInd
   }
 }
 
-// Keys (~code, so ascending is values descending) and ascending ids of the
-// rows marked full; the sort is stable, so ties come out by id.
-__global__ void gather_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index, const int32_t* full,
-                              uint32_t* keys,
-                              int32_t* ids) {
-  const int64_t r = blockIdx.y;
-  if (!full[r]) return;
-  const int64_t vocab = logits.vocab;
-  const float* x = logits.data + static_cast<int64_t>(row_index[r]) * logits.stride;
-  uint32_t* k = keys + r * vocab;
-  int32_t* id = ids + r * vocab;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < vocab;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    k[i] = ~ascending_code(x[i]);
-    id[i] = static_cast<int32_t>(i);
+// Exclusive scan of v over threads 0..255 (the digits); all threads call it.
+__device__ int32_t digits_exclusive_scan(int32_t v) {
+  __shared__ int32_t warp_total[kSortBins / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int32_t inclusive = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    const int32_t up = __shfl_up_sync(0xffffffffu, inclusive, o);
+    if (lane >= o) inclusive += up;
   }
+  if (lane == 31 && warp < kSortBins / 32) warp_total[warp] = inclusive;
+  __syncthreads();
+  int32_t before = 0;
+  for (int w = 0; w < warp && w < kSortBins / 32; ++w) before += warp_total[w];
+  __syncthreads();
+  return before + inclusive - v;
 }
 
-// The sorted values of the full rows back as floats, for the stage kernels.
-__global__ void unpack_kernel(const uint32_t* keys, const int32_t* full, float* values, int64_t vocab) {
+// Sorts row slot blockIdx.y (when marked full) on its cluster: block b owns
+// the b-th slice of the row, in order. Each pass counts the slices' digits,
+// the blocks read one another's counts through distributed shared memory to
+// place their digits, and each block scatters its slice tile by tile, ranking
+// a tile's equal digits in thread order, so every pass is stable. The first
+// pass reads the logits (ids = positions, ascending); the last writes the
+// sorted values as floats over keys[1], ids in ids[1].
+__global__ void cluster_sort_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index,
+                                    const int32_t* full, uint32_t* keys0, int32_t* ids0, uint32_t* keys1,
+                                    int32_t* ids1) {
   const int64_t r = blockIdx.y;
-  if (!full[r]) return;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < vocab;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    values[r * vocab + i] = from_code(~keys[r * vocab + i]);
+  if (!full[r]) return;  // the same for the whole cluster
+  __shared__ int32_t hist[kSortBins];                // this slice's count of each digit
+  __shared__ int32_t next[kSortBins];                // where this slice's next element of a digit goes
+  __shared__ int32_t warp_count[kSortWarps][kSortBins];
+  __shared__ int32_t tile_total[kSortBins];
+  const int64_t vocab = logits.vocab;
+  const float* x = logits.data + static_cast<int64_t>(row_index[r]) * logits.stride;
+  const int64_t row0 = r * vocab;
+  const int64_t slice = (vocab + gridDim.x - 1) / gridDim.x;
+  const int64_t lo = min(vocab, static_cast<int64_t>(blockIdx.x) * slice), hi = min(vocab, lo + slice);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  for (int pass = 0; pass < 4; ++pass) {
+    const int shift = 8 * pass;
+    const uint32_t* src_k = pass % 2 == 1 ? keys0 : keys1;
+    const int32_t* src_i = pass % 2 == 1 ? ids0 : ids1;
+    uint32_t* dst_k = pass % 2 == 0 ? keys0 : keys1;
+    int32_t* dst_i = pass % 2 == 0 ? ids0 : ids1;
+    auto key_at = [&](int64_t i) { return pass == 0 ? ~ascending_code(x[i]) : src_k[row0 + i]; };
+
+    for (int d = threadIdx.x; d < kSortBins; d += blockDim.x) hist[d] = 0;
+    __syncthreads();
+    // Whole warps go round together (the bounds are the block's), so lanes
+    // with the same digit add their count once.
+    for (int64_t t = lo + warp * 32; t < hi; t += blockDim.x) {
+      const int64_t i = t + lane;
+      const int d = i < hi ? static_cast<int>((key_at(i) >> shift) & 0xFFu) : kSortBins;
+      const unsigned peers = __match_any_sync(0xffffffffu, d);
+      if (d < kSortBins && lane == __ffs(peers) - 1) atomicAdd(&hist[d], __popc(peers));
+    }
+    cluster_sync();
+    {
+      const int d = threadIdx.x;
+      int32_t total = 0, before_me = 0;
+      if (d < kSortBins) {
+        for (unsigned b = 0; b < gridDim.x; ++b) {
+          const int32_t c = cluster_peer(hist, b)[d];
+          total += c;
+          if (b < blockIdx.x) before_me += c;
+        }
+      }
+      const int32_t digit_start = digits_exclusive_scan(d < kSortBins ? total : 0);
+      if (d < kSortBins) next[d] = digit_start + before_me;
+    }
+    cluster_sync();  // no block may clear its counts while another reads them
+
+    for (int64_t t0 = lo; t0 < hi; t0 += blockDim.x) {
+      for (int k = threadIdx.x; k < kSortWarps * kSortBins; k += blockDim.x) (&warp_count[0][0])[k] = 0;
+      __syncthreads();
+      const int64_t i = t0 + threadIdx.x;
+      const bool valid = i < hi;
+      const uint32_t key = valid ? key_at(i) : 0u;
+      const int32_t id = valid ? (pass == 0 ? static_cast<int32_t>(i) : src_i[row0 + i]) : 0;
+      const int d = valid ? static_cast<int>((key >> shift) & 0xFFu) : kSortBins;
+      const unsigned peers = __match_any_sync(0xffffffffu, d);
+      if (valid && lane == __ffs(peers) - 1) warp_count[warp][d] = __popc(peers);
+      __syncthreads();
+      if (threadIdx.x < kSortBins) {  // per digit: the warps' counts become their starts in the tile
+        int32_t run = 0;
+        for (int w = 0; w < kSortWarps; ++w) {
+          const int32_t c = warp_count[w][threadIdx.x];
+          warp_count[w][threadIdx.x] = run;
+          run += c;
+        }
+        tile_total[threadIdx.x] = run;
+      }
+      __syncthreads();
+      if (valid) {
+        const int64_t at = row0 + next[d] + warp_count[warp][d] + __popc(peers & lanes_below);
+        if (pass == 3) {
+          reinterpret_cast<float*>(keys1)[at] = from_code(~key);
+        } else {
+          dst_k[at] = key;
+        }
+        dst_i[at] = id;
+      }
+      __syncthreads();
+      if (threadIdx.x < kSortBins) next[threadIdx.x] += tile_total[threadIdx.x];
+    }
+    cluster_sync();  // this pass's writes reach the whole cluster before the next reads them
   }
 }
 
 }  // namespace
 
-size_t sort_rows_scratch(int32_t n, int64_t vocab) {
-  cudaError_t error = cudaSuccess;
-  return layout(nullptr, n, vocab, &error).total;
-}
+size_t sort_rows_scratch(int32_t n, int64_t vocab) { return layout(nullptr, n, vocab).total; }
 
 std::string compact_rows(LogitsView logits, int32_t n, const RowIndex& row_index, void* scratch,
                          size_t scratch_bytes, int32_t* counts, CompactRows* rows, void* stream) {
@@ -139,11 +211,9 @@ std::string compact_rows(LogitsView logits, int32_t n, const RowIndex& row_index
   if (logits.vocab <= 0 || n > 65535 || static_cast<int64_t>(n) * logits.vocab > INT_MAX) {
     return too_many(n, logits.vocab);
   }
-  cudaError_t error = cudaSuccess;
-  const Layout l = layout(scratch, n, logits.vocab, &error);
-  if (error != cudaSuccess) return std::string("sort_rows: ") + cudaGetErrorString(error);
+  const Layout l = layout(scratch, n, logits.vocab);
   if (l.total > scratch_bytes) return "sort_rows: scratch too small";
-  *rows = CompactRows{l.compact, counts, l.full, l.begin, l.end};
+  *rows = CompactRows{l.compact, counts, l.full};
   const int64_t tiles = (logits.vocab + kCompactThreads - 1) / kCompactThreads;
   const int64_t per_row = std::clamp<int64_t>(kCompactBlocks / n, 1, tiles);
   compact_kernel<<<dim3(static_cast<unsigned>(per_row), static_cast<unsigned>(n)), kCompactThreads, 0,
@@ -158,30 +228,13 @@ std::string sort_full_rows(LogitsView logits, int32_t n, const RowIndex& row_ind
   if (logits.vocab <= 0 || n > 65535 || static_cast<int64_t>(n) * logits.vocab > INT_MAX) {
     return too_many(n, logits.vocab);
   }
-  cudaError_t error = cudaSuccess;
-  const Layout l = layout(scratch, n, logits.vocab, &error);
-  if (error != cudaSuccess) return std::string("sort_rows: ") + cudaGetErrorString(error);
+  const Layout l = layout(scratch, n, logits.vocab);
   if (l.total > scratch_bytes) return "sort_rows: scratch too small";
-  auto s = static_cast<cudaStream_t>(stream);
-  gather_kernel<<<dim3(kGatherBlocks, static_cast<unsigned>(n)), kThreads, 0, s>>>(logits, row_index, rows.full,
-                                                                                    l.keys[0], l.ids[0]);
-  std::string launched = launch_error("sort_rows gather_kernel");
+  std::string launched = launch_split(cluster_sort_kernel, n, stream, "sort_rows cluster_sort_kernel", logits,
+                                      row_index, rows.full, l.keys[0], l.ids[0], l.keys[1], l.ids[1]);
   if (!launched.empty()) return launched;
-  const int items = static_cast<int>(n * logits.vocab);
-  cub::DoubleBuffer<uint32_t> keys(l.keys[0], l.keys[1]);
-  cub::DoubleBuffer<int32_t> ids(l.ids[0], l.ids[1]);
-  size_t temp_bytes = l.temp_bytes;
-  error = cub::DeviceSegmentedRadixSort::SortPairs(l.temp, temp_bytes, keys, ids, items, n, rows.begin, rows.end,
-                                                   0, 32, s);
-  if (error != cudaSuccess) return std::string("sort_rows: cub segmented radix sort: ") + cudaGetErrorString(error);
-  // The pass count is fixed by the key bits, so cub settles on the host,
-  // before the sort runs, which buffer holds the result; the other one is
-  // free for the unpacked values.
-  auto* values = reinterpret_cast<float*>(keys.Alternate());
-  unpack_kernel<<<dim3(kGatherBlocks, static_cast<unsigned>(n)), kThreads, 0, s>>>(keys.Current(), rows.full, values,
-                                                                                    logits.vocab);
-  *sorted = SortedRows{values, ids.Current(), rows.full};
-  return launch_error("sort_rows segmented radix sort");
+  *sorted = SortedRows{reinterpret_cast<const float*>(l.keys[1]), l.ids[1], rows.full};
+  return "";
 }
 
 }  // namespace aph::samplers::cuda

@@ -15,7 +15,7 @@ template <typename Stage, typename V>
 __global__ void sorted_compact_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<V>> params,
                                       CompactRows rows) {
   __shared__ CompactSmem s;
-  const int64_t live = take_compact_row(rows, blockIdx.x, logits.vocab, true, s);
+  const int64_t live = take_compact_row(rows, blockIdx.x, true, s);
   if (live < 0) return;  // the full kernel's
   const Indexed<V> p = params[blockIdx.x];
   Stage::row(logits.data + static_cast<int64_t>(p.row) * logits.stride, s.row.x, s.row.id, live, p.value);

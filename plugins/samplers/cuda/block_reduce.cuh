@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/common/cuda_pdl.cuh"
+
 namespace aph::samplers::cuda {
 
 constexpr int kThreads = 512;
@@ -118,6 +120,26 @@ inline std::string launch_error(const char* what) {
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) return "";
   return std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+// The sampler chain is a row of short kernels on one stream. Each is
+// launched as a programmatic dependent of the one before (cuda_pdl.cuh): its
+// blocks are placed while that one still runs, and its first call,
+// dependent_start(), lets the next kernel be placed too and then waits for
+// the previous kernel's writes. Every kernel launched with launch_chained (or
+// launch_split) calls it before it touches memory.
+__device__ inline void dependent_start() {
+  cuda_pdl::allow_dependents();
+  cuda_pdl::wait_for_producer();
+}
+
+template <typename... Params, typename... Args>
+std::string launch_chained(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, void* stream,
+                           Args... args) {
+  const cudaError_t e =
+      cuda_pdl::launch_dependent(kernel, grid, block, 0, static_cast<cudaStream_t>(stream), args...);
+  if (e != cudaSuccess) return std::string(name) + ": " + cudaGetErrorString(e);
+  return launch_error(name);
 }
 
 }  // namespace aph::samplers::cuda

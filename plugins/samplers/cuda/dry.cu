@@ -25,6 +25,7 @@ __device__ bool is_breaker(const DryBreakers& b, int32_t first, int32_t n, int32
 
 __global__ void dry_kernel(LogitsView logits, const __grid_constant__ Rows<DryRow> rows,
                            const __grid_constant__ DryBreakers breakers) {
+  dependent_start();
   __shared__ int32_t positions[kMaxOccurrences];
   __shared__ int32_t next_token[kMaxOccurrences];
   __shared__ int32_t match_len[kMaxOccurrences];
@@ -83,8 +84,7 @@ __global__ void dry_kernel(LogitsView logits, const __grid_constant__ Rows<DryRo
 std::string launch_dry(LogitsView logits, int32_t n, const Rows<DryRow>& rows, const DryBreakers& breakers,
                        void* stream) {
   if (n == 0) return "";
-  dry_kernel<<<n, 256, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows, breakers);
-  return launch_error("dry_kernel");
+  return launch_chained("dry_kernel", dry_kernel, dim3(n), dim3(256), stream, logits, rows, breakers);
 }
 
 }  // namespace aph::samplers::cuda

@@ -6,6 +6,7 @@ namespace {
 
 __global__ void scatter_kernel(LogitsView logits, const int32_t* row_index, const int32_t* offsets,
                                const int32_t* ids, const float* values) {
+  dependent_start();
   const int r = blockIdx.x;
   float* x = logits.data + static_cast<int64_t>(row_index[r]) * logits.stride;
   for (int32_t k = offsets[r] + threadIdx.x; k < offsets[r + 1]; k += blockDim.x) {
@@ -18,6 +19,7 @@ __global__ void scatter_kernel(LogitsView logits, const int32_t* row_index, cons
 
 __global__ void keep_only_kernel(LogitsView logits, const int32_t* row_index, const int32_t* offsets,
                                  const int32_t* ids) {
+  dependent_start();
   const int r = blockIdx.x;
   float* x = logits.data + static_cast<int64_t>(row_index[r]) * logits.stride;
   const int32_t lo = offsets[r], hi = offsets[r + 1];
@@ -37,15 +39,15 @@ __global__ void keep_only_kernel(LogitsView logits, const int32_t* row_index, co
 std::string launch_scatter(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* offsets,
                            const int32_t* ids, const float* values, void* stream) {
   if (n == 0) return "";
-  scatter_kernel<<<n, 256, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, offsets, ids, values);
-  return launch_error("scatter_kernel");
+  return launch_chained("scatter_kernel", scatter_kernel, dim3(n), dim3(256), stream, logits, row_index, offsets, ids,
+                        values);
 }
 
 std::string launch_keep_only(LogitsView logits, int32_t n, const int32_t* row_index, const int32_t* offsets,
                              const int32_t* ids, void* stream) {
   if (n == 0) return "";
-  keep_only_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, row_index, offsets, ids);
-  return launch_error("keep_only_kernel");
+  return launch_chained("keep_only_kernel", keep_only_kernel, dim3(n), dim3(kThreads), stream, logits, row_index,
+                        offsets, ids);
 }
 
 }  // namespace aph::samplers::cuda

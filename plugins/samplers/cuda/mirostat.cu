@@ -91,6 +91,7 @@ __device__ RowStart row_start(const MirostatRow& p, const int32_t* chosen) {
 __global__ void mirostat_compact_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows,
                                         CompactRows compact,
                                         int32_t* chosen) {
+  dependent_start();
   __shared__ CompactSmem s;
   const MirostatRow p = rows[blockIdx.x];
   const RowStart start = row_start(p, chosen);
@@ -107,6 +108,7 @@ __global__ void mirostat_compact_kernel(LogitsView logits, const __grid_constant
 // The rows marked full are never decided ones (see above).
 __global__ void mirostat_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows, SortedRows sorted,
                                 int32_t* chosen) {
+  dependent_start();
   if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
   const MirostatRow p = rows[blockIdx.x];
   const int64_t vocab = logits.vocab;
@@ -122,15 +124,15 @@ __global__ void mirostat_kernel(LogitsView logits, const __grid_constant__ Rows<
 std::string launch_mirostat_compact(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows,
                                     CompactRows compact, int32_t* chosen, void* stream) {
   if (n == 0) return "";
-  mirostat_compact_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows, compact, chosen);
-  return launch_error("mirostat_compact_kernel");
+  return launch_chained("mirostat_compact_kernel", mirostat_compact_kernel, dim3(n), dim3(kThreads), stream, logits,
+                        rows, compact, chosen);
 }
 
 std::string launch_mirostat(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows, SortedRows sorted,
                             int32_t* chosen, void* stream) {
   if (n == 0) return "";
-  mirostat_kernel<<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, rows, sorted, chosen);
-  return launch_error("mirostat_kernel");
+  return launch_chained("mirostat_kernel", mirostat_kernel, dim3(n), dim3(kThreads), stream, logits, rows, sorted,
+                        chosen);
 }
 
 }  // namespace aph::samplers::cuda

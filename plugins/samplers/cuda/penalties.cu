@@ -16,6 +16,7 @@ namespace {
 // table[v] = output_count * 2 + seen_in_window; newest[v] = newest window position or -1.
 __global__ void penalty_count_kernel(int64_t vocab, const __grid_constant__ Rows<PenaltyRow> rows, int32_t* table,
                                      int32_t* newest) {
+  dependent_start();
   const PenaltyRow p = rows[blockIdx.y];
   int32_t* t = table + static_cast<int64_t>(blockIdx.y) * vocab;
   int32_t* nw = newest + static_cast<int64_t>(blockIdx.y) * vocab;
@@ -36,6 +37,7 @@ __global__ void penalty_count_kernel(int64_t vocab, const __grid_constant__ Rows
 
 __global__ void penalty_apply_kernel(LogitsView logits, const __grid_constant__ Rows<PenaltyRow> rows, int32_t* table,
                                      int32_t* newest) {
+  dependent_start();
   const PenaltyRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   int32_t* t = table + static_cast<int64_t>(blockIdx.y) * logits.vocab;
@@ -67,12 +69,11 @@ __global__ void penalty_apply_kernel(LogitsView logits, const __grid_constant__ 
 std::string launch_penalties(LogitsView logits, int32_t n, const Rows<PenaltyRow>& rows, int32_t* table,
                              int32_t* newest, void* stream) {
   if (n == 0) return "";
-  auto s = static_cast<cudaStream_t>(stream);
-  penalty_count_kernel<<<dim3(8, n), 256, 0, s>>>(logits.vocab, rows, table, newest);
-  std::string err = launch_error("penalty_count_kernel");
+  std::string err = launch_chained("penalty_count_kernel", penalty_count_kernel, dim3(8, n), dim3(256), stream,
+                                   logits.vocab, rows, table, newest);
   if (!err.empty()) return err;
-  penalty_apply_kernel<<<dim3(8, n), 256, 0, s>>>(logits, rows, table, newest);
-  return launch_error("penalty_apply_kernel");
+  return launch_chained("penalty_apply_kernel", penalty_apply_kernel, dim3(8, n), dim3(256), stream, logits, rows,
+                        table, newest);
 }
 
 }  // namespace aph::samplers::cuda

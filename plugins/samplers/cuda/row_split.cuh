@@ -116,7 +116,8 @@ __device__ inline ArgMax split_argmax(ArgMax v) {
 // APH_ROW_BLOCKS=1|2|4|8|16 fixes it instead (for measurements).
 int split_blocks(const void* kernel, int device, int32_t rows);
 
-// Launches kernel over grid (blocks, rows) as clusters of `blocks`.
+// Launches kernel over grid (blocks, rows) as clusters of `blocks`; the
+// kernel starts with dependent_start() (block_reduce.cuh).
 template <typename... Params, typename... Args>
 std::string launch_split(void (*kernel)(Params...), int32_t rows, void* stream, const char* name, Args... args) {
   if (rows == 0) return "";
@@ -127,13 +128,24 @@ std::string launch_split(void (*kernel)(Params...), int32_t rows, void* stream, 
   config.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(rows));
   config.blockDim = dim3(kThreads);
   config.stream = static_cast<cudaStream_t>(stream);
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = static_cast<unsigned>(blocks);
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
-  config.numAttrs = blocks > 1 ? 1 : 0;
+  // A cluster of `blocks`, and a programmatic dependent of the kernel before
+  // (block_reduce.cuh's dependent_start).
+  cudaLaunchAttribute attrs[2]{};
+  unsigned n_attrs = 0;
+  if (blocks > 1) {
+    attrs[n_attrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[n_attrs].val.clusterDim.x = static_cast<unsigned>(blocks);
+    attrs[n_attrs].val.clusterDim.y = 1;
+    attrs[n_attrs].val.clusterDim.z = 1;
+    ++n_attrs;
+  }
+  if (cuda_pdl::enabled()) {
+    attrs[n_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n_attrs].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attrs;
+  }
+  config.attrs = attrs;
+  config.numAttrs = n_attrs;
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, args...);
   if (e != cudaSuccess) return std::string(name) + ": " + cudaGetErrorString(e);
   return launch_error(name);

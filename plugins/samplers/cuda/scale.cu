@@ -9,6 +9,7 @@ namespace {
 constexpr float kMinTemperature = 2e-5f;  // as the CPU stage
 
 __global__ void temperature_kernel(LogitsView logits, const __grid_constant__ Rows<TemperatureRow> rows) {
+  dependent_start();
   const TemperatureRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   float t = fmaxf(p.temperature, kMinTemperature);
@@ -40,6 +41,7 @@ __global__ void temperature_kernel(LogitsView logits, const __grid_constant__ Ro
 }
 
 __global__ void min_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> log_min_p) {
+  dependent_start();
   float* x = logits.data + static_cast<int64_t>(log_min_p[blockIdx.y].row) * logits.stride;
   const float m = split_max(x, logits.vocab);
   const float t = log_min_p[blockIdx.y].value;  // <= 0, so the max always stays

@@ -18,6 +18,7 @@ __device__ uint32_t order_key(float f) {
 
 
 __global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<int32_t>> ks) {
+  dependent_start();
   float* x = logits.data + static_cast<int64_t>(ks[blockIdx.y].row) * logits.stride;
   const int64_t k = ks[blockIdx.y].value;
   if (k >= logits.vocab) return;
@@ -35,6 +36,7 @@ __global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
 }
 
 __global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
+  dependent_start();
   float* x = logits.data + static_cast<int64_t>(ps[blockIdx.y].row) * logits.stride;
   const double p = ps[blockIdx.y].value;
   const float m = split_max(x, logits.vocab);
@@ -55,6 +57,7 @@ __global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
 }
 
 __global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
+  dependent_start();
   float* x = logits.data + static_cast<int64_t>(ps[blockIdx.y].row) * logits.stride;
   const double p = ps[blockIdx.y].value;
   const float m = split_max(x, logits.vocab);
@@ -97,6 +100,7 @@ __global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<I
 }
 
 __global__ void xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> thresholds) {
+  dependent_start();
   float* x = logits.data + static_cast<int64_t>(thresholds[blockIdx.y].row) * logits.stride;
   const double thr = thresholds[blockIdx.y].value;
   const float m = split_max(x, logits.vocab);
@@ -122,6 +126,7 @@ __global__ void xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Index
 }
 
 __global__ void sample_kernel(LogitsView logits, const __grid_constant__ Rows<SampleRow> rows, int32_t* chosen) {
+  dependent_start();
   const SampleRow p = rows[blockIdx.y];
   if (chosen[p.row] >= 0) return;
   const float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;

@@ -67,6 +67,7 @@ std::string too_many(int32_t n, int64_t vocab) {
 // Live logits of row blockIdx.y appended (warp by warp, in no particular
 // order) to its compact keys while they fit; the count covers them all.
 __global__ void compact_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index, CompactRows c) {
+  dependent_start();
   const int64_t vocab = logits.vocab;
   const int32_t r = blockIdx.y;
   const float* x = logits.data + static_cast<int64_t>(row_index[r]) * logits.stride;
@@ -116,6 +117,7 @@ __device__ int32_t digits_exclusive_scan(int32_t v) {
 __global__ void cluster_sort_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index,
                                     const int32_t* full, uint32_t* keys0, int32_t* ids0, uint32_t* keys1,
                                     int32_t* ids1) {
+  dependent_start();
   const int64_t r = blockIdx.y;
   if (!full[r]) return;  // the same for the whole cluster
   __shared__ int32_t hist[kSortBins];                // this slice's count of each digit
@@ -216,9 +218,9 @@ std::string compact_rows(LogitsView logits, int32_t n, const RowIndex& row_index
   *rows = CompactRows{l.compact, counts, l.full};
   const int64_t tiles = (logits.vocab + kCompactThreads - 1) / kCompactThreads;
   const int64_t per_row = std::clamp<int64_t>(kCompactBlocks / n, 1, tiles);
-  compact_kernel<<<dim3(static_cast<unsigned>(per_row), static_cast<unsigned>(n)), kCompactThreads, 0,
-                   static_cast<cudaStream_t>(stream)>>>(logits, row_index, *rows);
-  return launch_error("sort_rows compact_kernel");
+  return launch_chained("sort_rows compact_kernel", compact_kernel,
+                        dim3(static_cast<unsigned>(per_row), static_cast<unsigned>(n)), dim3(kCompactThreads), stream,
+                        logits, row_index, *rows);
 }
 
 std::string sort_full_rows(LogitsView logits, int32_t n, const RowIndex& row_index, void* scratch,

@@ -14,6 +14,7 @@ namespace aph::samplers::cuda {
 template <typename Stage, typename V>
 __global__ void sorted_compact_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<V>> params,
                                       CompactRows rows) {
+  dependent_start();
   __shared__ CompactSmem s;
   const int64_t live = take_compact_row(rows, blockIdx.x, true, s);
   if (live < 0) return;  // the full kernel's
@@ -24,6 +25,7 @@ __global__ void sorted_compact_kernel(LogitsView logits, const __grid_constant__
 template <typename Stage, typename V>
 __global__ void sorted_full_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<V>> params,
                                    SortedRows sorted) {
+  dependent_start();
   if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
   const int64_t vocab = logits.vocab;
   const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
@@ -36,16 +38,14 @@ template <typename Stage, typename V>
 std::string launch_sorted_compact(LogitsView logits, int32_t n, const Rows<Indexed<V>>& params, CompactRows rows,
                                   void* stream, const char* name) {
   if (n == 0) return "";
-  sorted_compact_kernel<Stage, V><<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, params, rows);
-  return launch_error(name);
+  return launch_chained(name, sorted_compact_kernel<Stage, V>, dim3(n), dim3(kThreads), stream, logits, params, rows);
 }
 
 template <typename Stage, typename V>
 std::string launch_sorted_full(LogitsView logits, int32_t n, const Rows<Indexed<V>>& params, SortedRows sorted,
                                void* stream, const char* name) {
   if (n == 0) return "";
-  sorted_full_kernel<Stage, V><<<n, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(logits, params, sorted);
-  return launch_error(name);
+  return launch_chained(name, sorted_full_kernel<Stage, V>, dim3(n), dim3(kThreads), stream, logits, params, sorted);
 }
 
 }  // namespace aph::samplers::cuda

@@ -9,6 +9,7 @@ namespace aph::samplers::cuda {
 namespace {
 
 __global__ void threshold_kernel(LogitsView logits, const __grid_constant__ Rows<ThresholdRow> rows) {
+  dependent_start();
   const ThresholdRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   const int64_t v = logits.vocab;

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/gpu/samplers/gpu_chain.hpp"
 
@@ -171,6 +172,24 @@ int main(int argc, char** argv) {
     const double ms = run(c, k.request, pristine, logits, host, histories, 30, 1, true);
     if (k.request == single[0].request) greedy = ms;
     std::printf("%-34s %8.4f ms/step  %+8.4f ms over greedy\n", k.name, ms, ms - greedy);
+  }
+
+  // What each stage costs inside "every stage" (on the few tokens a
+  // truncation leaves, for the stages after top_k): the chain without it.
+  const boost::json::object every = boost::json::parse(single[2].request).as_object();
+  const double every_ms = run(c, single[2].request, pristine, logits, host, histories, 30, 1, true);
+  std::printf("\nevery stage %.4f ms/step; without one stage:\n", every_ms);
+  const std::vector<std::vector<const char*>> stages = {
+      {"dry_multiplier"}, {"repetition_penalty", "frequency_penalty", "presence_penalty", "rep_pen_range"},
+      {"no_repeat_ngram_size"}, {"dynatemp_min", "dynatemp_max"}, {"nsigma"}, {"top_k"}, {"top_p"}, {"top_a"},
+      {"min_p"}, {"tfs"}, {"eta_cutoff"}, {"epsilon_cutoff"}, {"typical_p"}, {"smoothing_factor"}, {"skew"},
+      {"xtc_threshold", "xtc_probability"}};
+  for (const auto& keys : stages) {
+    boost::json::object without = every;
+    for (const char* k : keys) without.erase(k);
+    const std::string request = boost::json::serialize(without);
+    const double ms = run(c, request.c_str(), pristine, logits, host, histories, 30, 1, true);
+    std::printf("  -%-24s %8.4f ms/step  (the stage: %+8.4f ms)\n", keys[0], ms, every_ms - ms);
   }
   return 0;
 }

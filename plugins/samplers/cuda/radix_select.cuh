@@ -24,26 +24,23 @@ namespace radix_detail {
 constexpr int kBins = 256;
 constexpr int kWarps = kThreads / 32;
 
-// The histogram of this pass, summed over the cluster's blocks in rank
-// order, into `total`. `mine` is this block's histogram.
-__device__ inline void cluster_histogram(double* mine, double* total) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (gridDim.x > 1) {
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();
-    for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
-      double t = 0;
-      for (unsigned r = 0; r < gridDim.x; ++r) t += cluster.map_shared_rank(mine, r)[b];
-      total[b] = t;
+// The histogram of this pass (weights and token counts), summed over the
+// cluster's blocks in rank order, into total / total_count. `mine` and
+// `mine_count` are this block's.
+__device__ inline void cluster_histogram(double* mine, int32_t* mine_count, double* total, int32_t* total_count) {
+  cluster_sync();
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+    double t = 0;
+    int32_t c = 0;
+    for (unsigned r = 0; r < gridDim.x; ++r) {
+      t += cluster_peer(mine, r)[b];
+      c += cluster_peer(mine_count, r)[b];
     }
-    // No block may clear its histogram while another still reads it.
-    cluster.sync();
-    return;
+    total[b] = t;
+    total_count[b] = c;
   }
-#endif
-  for (int b = threadIdx.x; b < kBins; b += blockDim.x) total[b] = mine[b];
-  __syncthreads();
+  // No block may clear its histogram while another still reads it.
+  cluster_sync();
 }
 
 // Warp 0 scans the bins from the top: the bin where above + running weight
@@ -90,14 +87,18 @@ __device__ Key radix_boundary(int64_t vocab, KeyOf key_of, Weight weight, double
   using namespace radix_detail;
   __shared__ double hist[kWarps][kBins];
   __shared__ double total[kBins];
+  __shared__ int32_t count[kBins];
+  __shared__ int32_t total_count[kBins];
   __shared__ Key s_prefix;
   __shared__ double s_above;
+  __shared__ bool s_alone;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr int kBits = 8 * static_cast<int>(sizeof(Key));
   Key prefix = 0;
   double above = 0;  // weight of the keys above the current prefix's range
   for (int shift = kBits - 8; shift >= 0; shift -= 8) {
     for (int i = threadIdx.x; i < kWarps * kBins; i += blockDim.x) (&hist[0][0])[i] = 0;
+    for (int i = threadIdx.x; i < kBins; i += blockDim.x) count[i] = 0;
     __syncthreads();
     const Key high = shift == kBits - 8 ? Key{0} : (~Key{0} << (shift + 8));
     // Logits crowd into a handful of top digits, so atomics on one histogram
@@ -121,7 +122,11 @@ __device__ Key radix_boundary(int64_t vocab, KeyOf key_of, Weight weight, double
         const int b = __shfl_sync(0xffffffffu, bin, __ffs(mask) - 1);
         const bool mine = pending && bin == b;
         const double sum = warp_reduce(mine ? w : 0.0, SumOp{});
-        if (lane == 0) hist[warp][b] += sum;
+        const unsigned mine_mask = __ballot_sync(0xffffffffu, mine);
+        if (lane == 0) {
+          hist[warp][b] += sum;
+          atomicAdd(&count[b], __popc(mine_mask));
+        }
         pending = pending && !mine;
       }
     }
@@ -131,18 +136,31 @@ __device__ Key radix_boundary(int64_t vocab, KeyOf key_of, Weight weight, double
       for (int w = 0; w < kWarps; ++w) t += hist[w][b];
       hist[0][b] = t;  // each thread writes only the column it read
     }
-    cluster_histogram(hist[0], total);
+    cluster_histogram(hist[0], count, total, total_count);
     if (warp == 0) {
       int bin = 0;
       double above_bin = 0;
       if (find_bin(total, above, target, &bin, &above_bin)) {
         s_prefix = prefix | (static_cast<Key>(bin) << shift);
         s_above = above_bin;
+        s_alone = total_count[bin] == 1;
       }
     }
     __syncthreads();
     prefix = s_prefix;
     above = s_above;
+    if (s_alone && shift > 0) {
+      // One token in the bin: the passes left would walk down to its key
+      // (the running weight reaches the target at it, or at none, and then
+      // the lowest key in range keeps the same tokens), so one pass finds it.
+      const Key known = ~Key{0} << shift;
+      Key found = 0;
+      for (int64_t i = split_first(); i < vocab; i += split_step()) {
+        Key key = 0;
+        if (key_of(i, &key) && (key & known) == prefix) found = key;
+      }
+      return split_reduce(found, MaxOp{}, Key{0});
+    }
   }
   return prefix;
 }

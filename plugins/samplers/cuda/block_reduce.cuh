@@ -91,30 +91,36 @@ __device__ inline ArgMax block_argmax(ArgMax v) {
   return out;
 }
 
-// Exclusive prefix count of `flag` in thread order; *total gets the sum.
-__device__ inline int block_exclusive_count(bool flag, int* total) {
-  __shared__ int warp_counts[32];
+// Exclusive prefix sum of v in thread order; *total gets the sum.
+__device__ inline int block_exclusive_add(int v, int* total) {
+  __shared__ int warp_sums[32];
   __shared__ int sum;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const unsigned ballot = __ballot_sync(0xffffffffu, flag);
-  const int in_warp = __popc(ballot & ((1u << lane) - 1u));
-  if (lane == 0) warp_counts[warp] = __popc(ballot);
+  int inclusive = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    const int up = __shfl_up_sync(0xffffffffu, inclusive, o);
+    if (lane >= o) inclusive += up;
+  }
+  if (lane == 31) warp_sums[warp] = inclusive;
   __syncthreads();
   if (threadIdx.x == 0) {
     int run = 0;
     for (int w = 0; w < static_cast<int>((blockDim.x + 31) / 32); ++w) {
-      const int c = warp_counts[w];
-      warp_counts[w] = run;
+      const int c = warp_sums[w];
+      warp_sums[w] = run;
       run += c;
     }
     sum = run;
   }
   __syncthreads();
-  const int out = warp_counts[warp] + in_warp;
+  const int out = warp_sums[warp] + inclusive - v;
   *total = sum;
   __syncthreads();
   return out;
 }
+
+// Exclusive prefix count of `flag` in thread order; *total gets the sum.
+__device__ inline int block_exclusive_count(bool flag, int* total) { return block_exclusive_add(flag ? 1 : 0, total); }
 
 inline std::string launch_error(const char* what) {
   cudaError_t e = cudaGetLastError();

@@ -10,12 +10,13 @@
 // whole row weighs less than the target, K is the smallest key (0): all stay.
 //
 // Every block of a cluster adds up the blocks' histograms in rank order, so
-// all of them settle on the same K.
+// all of them settle on the same K. On a sparse row (row_view.cuh) block 0
+// does it alone.
 #pragma once
 
 #include <cooperative_groups.h>
 
-#include "plugins/samplers/cuda/row_split.cuh"
+#include "plugins/samplers/cuda/row_view.cuh"
 
 namespace aph::samplers::cuda {
 
@@ -79,11 +80,11 @@ __device__ inline bool find_bin(const double* hist, double above, double target,
 
 }  // namespace radix_detail
 
-// key_of(i, &key) -> whether token i takes part (its key is then set);
-// weight(i) -> double. Key: uint32_t or unsigned long long. Every thread of
-// the cluster must call it; all get the same K.
+// key_of(j, &key) -> whether the token at index j of the row's view takes
+// part (its key is then set); weight(j) -> double. Key: uint32_t or unsigned
+// long long. Every thread of the view must call it; all get the same K.
 template <typename Key, typename KeyOf, typename Weight>
-__device__ Key radix_boundary(int64_t vocab, KeyOf key_of, Weight weight, double target) {
+__device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, double target) {
   using namespace radix_detail;
   __shared__ double hist[kWarps][kBins];
   __shared__ double total[kBins];
@@ -105,14 +106,14 @@ __device__ Key radix_boundary(int64_t vocab, KeyOf key_of, Weight weight, double
     // would serialize (and double atomics are CAS loops). Each warp keeps its
     // own and pools the lanes that share a bin: a warp sum and one plain
     // store per distinct bin per 32 tokens. Whole warps go round together.
-    const int64_t first = split_first() - lane, step = split_step();
-    for (int64_t base = first; base < vocab; base += step) {
+    const int64_t first = row.first() - lane, step = row.step(), size = row.size();
+    for (int64_t base = first; base < size; base += step) {
       const int64_t i = base + lane;
       bool pending = false;
       int bin = 0;
       double w = 0;
       Key key = 0;
-      if (i < vocab && key_of(i, &key) && (key & high) == prefix) {
+      if (i < size && key_of(i, &key) && (key & high) == prefix) {
         pending = true;
         bin = static_cast<int>((key >> shift) & 0xFFu);
         w = weight(i);
@@ -136,7 +137,15 @@ __device__ Key radix_boundary(int64_t vocab, KeyOf key_of, Weight weight, double
       for (int w = 0; w < kWarps; ++w) t += hist[w][b];
       hist[0][b] = t;  // each thread writes only the column it read
     }
-    cluster_histogram(hist[0], count, total, total_count);
+    if (row.sparse()) {
+      for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+        total[b] = hist[0][b];
+        total_count[b] = count[b];
+      }
+      __syncthreads();
+    } else {
+      cluster_histogram(hist[0], count, total, total_count);
+    }
     if (warp == 0) {
       int bin = 0;
       double above_bin = 0;
@@ -155,11 +164,11 @@ __device__ Key radix_boundary(int64_t vocab, KeyOf key_of, Weight weight, double
       // the lowest key in range keeps the same tokens), so one pass finds it.
       const Key known = ~Key{0} << shift;
       Key found = 0;
-      for (int64_t i = split_first(); i < vocab; i += split_step()) {
+      for (int64_t j = row.first(); j < row.size(); j += row.step()) {
         Key key = 0;
-        if (key_of(i, &key) && (key & known) == prefix) found = key;
+        if (key_of(j, &key) && (key & known) == prefix) found = key;
       }
-      return split_reduce(found, MaxOp{}, Key{0});
+      return row.reduce(found, MaxOp{}, Key{0});
     }
   }
   return prefix;

@@ -1,7 +1,7 @@
 // Temperature (with dynamic temperature) and min-p: one cluster per row
-// (row_split.cuh).
+// (row_view.cuh: block 0 alone on a row with few live tokens).
 #include "plugins/samplers/cuda/kernels.hpp"
-#include "plugins/samplers/cuda/row_split.cuh"
+#include "plugins/samplers/cuda/row_view.cuh"
 
 namespace aph::samplers::cuda {
 namespace {
@@ -12,41 +12,53 @@ __global__ void temperature_kernel(LogitsView logits, const __grid_constant__ Ro
   dependent_start();
   const TemperatureRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
-  float t = fmaxf(p.temperature, kMinTemperature);
-  if (p.dynamic) {
-    const float m = split_max(x, logits.vocab);
-    double z = 0, live = 0;
-    for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-      if (x[i] == -INFINITY) continue;
-      z += exp(static_cast<double>(x[i]) - m);
-      live += 1;
-    }
-    z = split_sum(z);
-    live = split_sum(live);
-    const double log_z = log(z);
-    double ent = 0;  // -sum p log p with log p = (x - m) - log z
-    for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-      if (x[i] == -INFINITY) continue;
-      const double lp = static_cast<double>(x[i]) - m - log_z;
-      const double pr = exp(lp);
-      if (pr > 0) ent -= pr * lp;
-    }
-    ent = split_sum(ent);
-    const double max_ent = live > 1 ? log(live) : 0.0;
-    const double norm = max_ent > 0 ? ent / max_ent : 0.0;
-    t = fmaxf(static_cast<float>(p.min + (p.max - p.min) * pow(norm, static_cast<double>(p.exponent))),
-              kMinTemperature);
+  if (!p.dynamic) {  // one pass, no reduction: nothing for a sparse row to save
+    const float t = fmaxf(p.temperature, kMinTemperature);
+    for (int64_t i = split_first(); i < logits.vocab; i += split_step()) x[i] = __fdiv_rn(x[i], t);
+    return;
   }
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) x[i] = __fdiv_rn(x[i], t);
+  bool leave = false;
+  const RowView row = open_row(x, logits.vocab, &leave);
+  if (leave) return;
+  const float m = row.max();
+  double z = 0, live = 0;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (v == -INFINITY) continue;
+    z += exp(static_cast<double>(v) - m);
+    live += 1;
+  }
+  z = row.reduce(z, SumOp{}, 0.0);
+  live = row.reduce(live, SumOp{}, 0.0);
+  const double log_z = log(z);
+  double ent = 0;  // -sum p log p with log p = (x - m) - log z
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (v == -INFINITY) continue;
+    const double lp = static_cast<double>(v) - m - log_z;
+    const double pr = exp(lp);
+    if (pr > 0) ent -= pr * lp;
+  }
+  ent = row.reduce(ent, SumOp{}, 0.0);
+  const double max_ent = live > 1 ? log(live) : 0.0;
+  const double norm = max_ent > 0 ? ent / max_ent : 0.0;
+  const float t = fmaxf(static_cast<float>(p.min + (p.max - p.min) * pow(norm, static_cast<double>(p.exponent))),
+                        kMinTemperature);
+  // Removed tokens stay -inf: a sparse row skips them.
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) row.set(j, __fdiv_rn(row.value(j), t));
 }
 
 __global__ void min_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> log_min_p) {
   dependent_start();
-  float* x = logits.data + static_cast<int64_t>(log_min_p[blockIdx.y].row) * logits.stride;
-  const float m = split_max(x, logits.vocab);
+  bool leave = false;
+  const RowView row = open_row(logits.data + static_cast<int64_t>(log_min_p[blockIdx.y].row) * logits.stride,
+                               logits.vocab, &leave);
+  if (leave) return;
+  const float m = row.max();
   const float t = log_min_p[blockIdx.y].value;  // <= 0, so the max always stays
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-    if (x[i] != -INFINITY && __fsub_rn(x[i], m) < t) x[i] = -INFINITY;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (v != -INFINITY && __fsub_rn(v, m) < t) row.remove(j);
   }
 }
 

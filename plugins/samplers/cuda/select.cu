@@ -6,6 +6,7 @@
 #include "plugins/samplers/cuda/kernels.hpp"
 #include "plugins/samplers/cuda/radix_select.cuh"
 #include "plugins/samplers/cuda/row_split.cuh"
+#include "plugins/samplers/cuda/row_view.cuh"
 #include "plugins/samplers/rng.hpp"
 
 namespace aph::samplers::cuda {
@@ -17,21 +18,30 @@ __device__ uint32_t order_key(float f) {
 }
 
 
+// The kernels below open their row with open_row (row_view.cuh): a row
+// with few live tokens is done by block 0 alone, on those tokens.
+
 __global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<int32_t>> ks) {
   dependent_start();
   float* x = logits.data + static_cast<int64_t>(ks[blockIdx.y].row) * logits.stride;
   const int64_t k = ks[blockIdx.y].value;
   if (k >= logits.vocab) return;
-  // The largest key with count(key >= K) >= k: ties at the boundary all stay.
+  bool leave = false;
+  const RowView row = open_row(x, logits.vocab, &leave);
+  if (leave) return;
+  // The largest key with count(key >= K) >= k: ties at the boundary all
+  // stay. Removed tokens count here as on the CPU; a sparse row leaves them
+  // out, which changes nothing: they rank below every live token, so the
+  // boundary is a live key, or (k past the live ones) every live token stays.
   const uint32_t boundary = radix_boundary<uint32_t>(
-      logits.vocab,
-      [&](int64_t i, uint32_t* key) {
-        *key = order_key(x[i]);
+      row,
+      [&](int64_t j, uint32_t* key) {
+        *key = order_key(row.value(j));
         return true;
       },
       [](int64_t) { return 1.0; }, static_cast<double>(k));
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-    if (order_key(x[i]) < boundary) x[i] = -INFINITY;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    if (order_key(row.value(j)) < boundary) row.remove(j);
   }
 }
 
@@ -39,20 +49,25 @@ __global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
   dependent_start();
   float* x = logits.data + static_cast<int64_t>(ps[blockIdx.y].row) * logits.stride;
   const double p = ps[blockIdx.y].value;
-  const float m = split_max(x, logits.vocab);
-  const double z = split_partition(x, logits.vocab, m);
+  bool leave = false;
+  const RowView row = open_row(x, logits.vocab, &leave);
+  if (leave) return;
+  const float m = row.max();
+  const double z = row.partition(m);
   // Smallest key K with mass(key > K) < p, which is the largest K with
   // mass(key >= K) >= p (masses unnormalized: times z). Tokens with key >= K
   // stay. Removed tokens weigh nothing and sit below every live key.
   const uint32_t boundary = radix_boundary<uint32_t>(
-      logits.vocab,
-      [&](int64_t i, uint32_t* key) {
-        *key = order_key(x[i]);
-        return x[i] != -INFINITY;
+      row,
+      [&](int64_t j, uint32_t* key) {
+        const float v = row.value(j);
+        *key = order_key(v);
+        return v != -INFINITY;
       },
-      [&](int64_t i) { return exp(static_cast<double>(x[i]) - m); }, p * z);
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-    if (x[i] != -INFINITY && order_key(x[i]) < boundary) x[i] = -INFINITY;
+      [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, p * z);
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (v != -INFINITY && order_key(v) < boundary) row.remove(j);
   }
 }
 
@@ -60,19 +75,24 @@ __global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<I
   dependent_start();
   float* x = logits.data + static_cast<int64_t>(ps[blockIdx.y].row) * logits.stride;
   const double p = ps[blockIdx.y].value;
-  const float m = split_max(x, logits.vocab);
-  const double z = split_partition(x, logits.vocab, m);
+  bool leave = false;
+  const RowView row = open_row(x, logits.vocab, &leave);
+  if (leave) return;
+  const float m = row.max();
+  const double z = row.partition(m);
   const double log_z = log(z) + m;
   double ent = 0;
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-    if (x[i] == -INFINITY) continue;  // adds nothing; skipping spares a double exp
-    const double pr = exp(static_cast<double>(x[i]) - m) / z;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (v == -INFINITY) continue;  // adds nothing; skipping spares a double exp
+    const double pr = exp(static_cast<double>(v) - m) / z;
     if (pr > 0) ent -= pr * log(pr);
   }
-  ent = split_sum(ent);
+  ent = row.reduce(ent, SumOp{}, 0.0);
   // Deviations are >= 0, so their bit patterns order like the values.
-  auto deviation = [&](int64_t i) {
-    return static_cast<unsigned long long>(__double_as_longlong(fabs(log_z - static_cast<double>(x[i]) - ent)));
+  auto deviation = [&](int64_t j) {
+    return static_cast<unsigned long long>(
+        __double_as_longlong(fabs(log_z - static_cast<double>(row.value(j)) - ent)));
   };
   // Tokens stay while the mass strictly more typical than theirs is < p:
   // those with deviation <= B, B the smallest deviation with
@@ -81,21 +101,21 @@ __global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<I
   unsigned long long lo = 0;
   if (p <= 0) {  // only the most typical group stays
     unsigned long long k = ~0ull;
-    for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-      if (x[i] != -INFINITY) k = min(k, deviation(i));
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      if (row.value(j) != -INFINITY) k = min(k, deviation(j));
     }
-    lo = split_reduce(k, MinOp{}, ~0ull);
+    lo = row.reduce(k, MinOp{}, ~0ull);
   } else {
     lo = ~radix_boundary<unsigned long long>(
-        logits.vocab,
-        [&](int64_t i, unsigned long long* key) {
-          *key = ~deviation(i);
-          return x[i] != -INFINITY;
+        row,
+        [&](int64_t j, unsigned long long* key) {
+          *key = ~deviation(j);
+          return row.value(j) != -INFINITY;
         },
-        [&](int64_t i) { return exp(static_cast<double>(x[i]) - m); }, p * z);
+        [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, p * z);
   }
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-    if (x[i] != -INFINITY && deviation(i) > lo) x[i] = -INFINITY;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    if (row.value(j) != -INFINITY && deviation(j) > lo) row.remove(j);
   }
 }
 
@@ -103,25 +123,30 @@ __global__ void xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Index
   dependent_start();
   float* x = logits.data + static_cast<int64_t>(thresholds[blockIdx.y].row) * logits.stride;
   const double thr = thresholds[blockIdx.y].value;
-  const float m = split_max(x, logits.vocab);
-  const double z = split_partition(x, logits.vocab, m);
+  bool leave = false;
+  const RowView row = open_row(x, logits.vocab, &leave);
+  if (leave) return;
+  const float m = row.max();
+  const double z = row.partition(m);
   // p = exp(x - m) / z >= thr  <=>  x - m >= log(thr * z): one exp-free
   // comparison per token instead of an exp in each of the two passes below.
   const double cut = log(thr * z);
   auto above_cut = [&](float v) { return static_cast<double>(v) - m >= cut; };
   int64_t above = 0;
   float lowest = FLT_MAX;
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-    if (above_cut(x[i])) {
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (above_cut(v)) {
       ++above;
-      lowest = fminf(lowest, x[i]);
+      lowest = fminf(lowest, v);
     }
   }
-  const int64_t total = split_reduce(above, SumOp{}, int64_t{0});
-  lowest = split_reduce(lowest, MinOp{}, FLT_MAX);
+  const int64_t total = row.reduce(above, SumOp{}, int64_t{0});
+  lowest = row.reduce(lowest, MinOp{}, FLT_MAX);
   if (total < 2) return;
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-    if (above_cut(x[i]) && x[i] > lowest) x[i] = -INFINITY;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (above_cut(v) && v > lowest) row.remove(j);
   }
 }
 

@@ -1,9 +1,10 @@
 // top-a, epsilon, eta, top-nsigma and quadratic smoothing: one cluster per
-// row (row_split.cuh) computes the statistic (max, partition, entropy, standard deviation), then
-// one pass applies it with the CPU stage's comparisons. The most likely token
+// row (row_view.cuh: block 0 alone on a row with few live tokens) computes
+// the statistic (max, partition, entropy, standard deviation), then one pass
+// applies it with the CPU stage's comparisons. The most likely token
 // always stays (its probability is the maximum).
 #include "plugins/samplers/cuda/kernels.hpp"
-#include "plugins/samplers/cuda/row_split.cuh"
+#include "plugins/samplers/cuda/row_view.cuh"
 
 namespace aph::samplers::cuda {
 namespace {
@@ -11,41 +12,46 @@ namespace {
 __global__ void threshold_kernel(LogitsView logits, const __grid_constant__ Rows<ThresholdRow> rows) {
   dependent_start();
   const ThresholdRow p = rows[blockIdx.y];
-  float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
-  const int64_t v = logits.vocab;
-  const float m = split_max(x, v);
+  bool leave = false;
+  const RowView row = open_row(logits.data + static_cast<int64_t>(p.row) * logits.stride, logits.vocab, &leave);
+  if (leave) return;
+  const float m = row.max();
   if (p.kind == kQuadratic) {
     const float k = static_cast<float>(p.param), s = static_cast<float>(p.param2);
-    for (int64_t i = split_first(); i < v; i += split_step()) {
-      if (x[i] == -INFINITY) continue;
-      const float d = __fsub_rn(x[i], m);
-      x[i] = __fadd_rn(__fsub_rn(m, __fmul_rn(__fmul_rn(k, d), d)), __fmul_rn(__fmul_rn(__fmul_rn(s, d), d), d));
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
+      if (v == -INFINITY) continue;
+      const float d = __fsub_rn(v, m);
+      row.set(j, __fadd_rn(__fsub_rn(m, __fmul_rn(__fmul_rn(k, d), d)), __fmul_rn(__fmul_rn(__fmul_rn(s, d), d), d)));
     }
     return;
   }
   if (p.kind == kNsigma) {
     double sum = 0, count = 0;
-    for (int64_t i = split_first(); i < v; i += split_step()) {
-      if (x[i] == -INFINITY) continue;
-      sum += x[i];
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
+      if (v == -INFINITY) continue;
+      sum += v;
       count += 1;
     }
-    sum = split_sum(sum);
-    count = split_sum(count);
+    sum = row.reduce(sum, SumOp{}, 0.0);
+    count = row.reduce(count, SumOp{}, 0.0);
     if (count < 2) return;
     const double mean = sum / count;
     double sq = 0;
-    for (int64_t i = split_first(); i < v; i += split_step()) {
-      if (x[i] != -INFINITY) sq += (x[i] - mean) * (x[i] - mean);
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
+      if (v != -INFINITY) sq += (v - mean) * (v - mean);
     }
-    sq = split_sum(sq);
+    sq = row.reduce(sq, SumOp{}, 0.0);
     const double threshold = static_cast<double>(m) - p.param * sqrt(sq / (count - 1));
-    for (int64_t i = split_first(); i < v; i += split_step()) {
-      if (x[i] != -INFINITY && x[i] != m && static_cast<double>(x[i]) < threshold) x[i] = -INFINITY;
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
+      if (v != -INFINITY && v != m && static_cast<double>(v) < threshold) row.remove(j);
     }
     return;
   }
-  const double z = split_partition(x, v, m);
+  const double z = row.partition(m);
   double threshold = 0;
   if (p.kind == kTopA) {
     threshold = p.param / (z * z);  // a * p_max^2 with p_max = 1 / z
@@ -53,17 +59,19 @@ __global__ void threshold_kernel(LogitsView logits, const __grid_constant__ Rows
     threshold = p.param;
   } else {  // kEta
     double ent = 0;
-    for (int64_t i = split_first(); i < v; i += split_step()) {
-      if (x[i] == -INFINITY) continue;  // adds nothing; skipping spares a double exp
-      const double pr = exp(static_cast<double>(x[i]) - m) / z;
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
+      if (v == -INFINITY) continue;  // adds nothing; skipping spares a double exp
+      const double pr = exp(static_cast<double>(v) - m) / z;
       if (pr > 0) ent -= pr * log(pr);
     }
-    ent = split_sum(ent);
+    ent = row.reduce(ent, SumOp{}, 0.0);
     threshold = fmin(p.param, sqrt(p.param) * exp(-ent));
   }
-  for (int64_t i = split_first(); i < v; i += split_step()) {
-    if (x[i] == -INFINITY || x[i] == m) continue;
-    if (exp(static_cast<double>(x[i]) - m) / z < threshold) x[i] = -INFINITY;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (v == -INFINITY || v == m) continue;
+    if (exp(static_cast<double>(v) - m) / z < threshold) row.remove(j);
   }
 }
 

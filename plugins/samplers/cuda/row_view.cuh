@@ -1,0 +1,129 @@
+// A logits row as a sampler kernel walks it: the whole row split over the
+// blocks of its cluster (row_split.cuh), or, when at most kSparseCap tokens
+// are still live, those tokens alone in block 0's shared memory.
+//
+// After a truncation (top-k, min-p, ...) nearly every token is -inf, and a
+// stage's passes over the whole row cost little data but a cluster barrier
+// for each reduction (two per combine): on the H200 that was most of what a
+// stage cost a batch-1 step. open_row() reads the row once; if few tokens
+// live, block 0 gathers them (in id order, so sums run in a fixed order) and
+// does the stage alone with block barriers, and the other blocks leave.
+//
+// Removed tokens (-inf) are absent from a sparse row, so a stage must treat
+// them as the dense path does: add nothing to sums, never be kept.
+#pragma once
+
+#include "plugins/samplers/cuda/row_split.cuh"
+
+namespace aph::samplers::cuda {
+
+constexpr int kSparseCap = 1024;  // 8 KiB of block 0's shared memory
+
+struct SparseTokens {
+  float value[kSparseCap];
+  int32_t id[kSparseCap];
+  int32_t n;
+};
+
+class RowView {
+ public:
+  __device__ RowView(float* x, int64_t vocab, SparseTokens* sparse) : x_(x), vocab_(vocab), s_(sparse) {}
+
+  __device__ bool sparse() const { return s_ != nullptr; }
+  // This thread's first index into the view, the stride, and the end.
+  __device__ int64_t first() const { return sparse() ? static_cast<int64_t>(threadIdx.x) : split_first(); }
+  __device__ int64_t step() const { return sparse() ? static_cast<int64_t>(blockDim.x) : split_step(); }
+  __device__ int64_t size() const { return sparse() ? s_->n : vocab_; }
+  __device__ float value(int64_t j) const { return sparse() ? s_->value[j] : x_[j]; }
+  __device__ int64_t id(int64_t j) const { return sparse() ? s_->id[j] : j; }
+  __device__ void set(int64_t j, float v) const {
+    x_[id(j)] = v;
+    if (sparse()) s_->value[j] = v;
+  }
+  __device__ void remove(int64_t j) const { set(j, -INFINITY); }
+
+  // Over every thread of the view (the block, or the whole cluster).
+  template <typename T, typename Op>
+  __device__ T reduce(T v, Op op, T identity) const {
+    return sparse() ? block_reduce(v, op, identity) : split_reduce(v, op, identity);
+  }
+  __device__ float max() const {
+    float m = -FLT_MAX;
+    for (int64_t j = first(); j < size(); j += step()) m = fmaxf(m, value(j));
+    return reduce(m, MaxOp{}, -FLT_MAX);
+  }
+  // sum(exp(x - m)) in double over the live tokens.
+  __device__ double partition(float m) const {
+    double z = 0;
+    for (int64_t j = first(); j < size(); j += step()) {
+      const float v = value(j);
+      if (v != -INFINITY) z += exp(static_cast<double>(v) - m);
+    }
+    return reduce(z, SumOp{}, 0.0);
+  }
+
+ private:
+  float* x_;
+  int64_t vocab_;
+  SparseTokens* s_;
+};
+
+// Every block of the row's cluster calls it first (after dependent_start).
+// *leave: this block has nothing more to do (the row is sparse and block 0
+// has it).
+__device__ inline RowView open_row(float* x, int64_t vocab, bool* leave) {
+  __shared__ SparseTokens s;
+  __shared__ int32_t gathered;  // this block's live count; read by the peers
+  constexpr int kPerThread = 4;
+  *leave = false;
+  if (gridDim.x == 1 && vocab > kSparseCap) return RowView(x, vocab, nullptr);  // nothing to gain
+  // Block b takes the b-th contiguous slice, kPerThread consecutive tokens a
+  // thread per round, so the list comes out in id order.
+  const int64_t slice = (vocab + gridDim.x - 1) / gridDim.x;
+  const int64_t lo = min(vocab, static_cast<int64_t>(blockIdx.x) * slice), hi = min(vocab, lo + slice);
+  int32_t count = 0;
+  for (int64_t base = lo; base < hi; base += static_cast<int64_t>(blockDim.x) * kPerThread) {
+    const int64_t i0 = base + static_cast<int64_t>(threadIdx.x) * kPerThread;
+    float v[kPerThread];
+    int mine = 0;
+    for (int k = 0; k < kPerThread; ++k) {
+      v[k] = i0 + k < hi ? x[i0 + k] : -INFINITY;
+      mine += v[k] != -INFINITY ? 1 : 0;
+    }
+    int round = 0;
+    int32_t at = count + block_exclusive_add(mine, &round);
+    for (int k = 0; k < kPerThread; ++k) {
+      if (v[k] == -INFINITY) continue;
+      if (at < kSparseCap) {
+        s.value[at] = v[k];
+        s.id[at] = static_cast<int32_t>(i0 + k);
+      }
+      ++at;
+    }
+    count += round;
+  }
+  if (threadIdx.x == 0) gathered = count;
+  cluster_sync();
+  int32_t total = 0;
+  for (unsigned b = 0; b < gridDim.x; ++b) total += *cluster_peer(&gathered, b);
+  const bool sparse = total <= kSparseCap;
+  if (sparse && blockIdx.x == 0) {
+    int32_t at = gathered;
+    for (unsigned b = 1; b < gridDim.x; ++b) {
+      const SparseTokens* peer = cluster_peer(&s, b);
+      const int32_t c = *cluster_peer(&gathered, b);
+      for (int32_t j = threadIdx.x; j < c; j += blockDim.x) {
+        s.value[at + j] = peer->value[j];
+        s.id[at + j] = peer->id[j];
+      }
+      at += c;
+    }
+    if (threadIdx.x == 0) s.n = total;
+  }
+  cluster_sync();  // block 0 has copied the peers' lists: they may leave
+  if (!sparse) return RowView(x, vocab, nullptr);
+  *leave = blockIdx.x != 0;
+  return RowView(x, vocab, &s);
+}
+
+}  // namespace aph::samplers::cuda

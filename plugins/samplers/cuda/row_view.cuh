@@ -74,7 +74,9 @@ class RowView {
 __device__ inline RowView open_row(float* x, int64_t vocab, bool* leave) {
   __shared__ SparseTokens s;
   __shared__ int32_t gathered;  // this block's live count; read by the peers
-  constexpr int kPerThread = 4;
+  // 16 consecutive tokens a thread per round: a 128k row over 16 blocks is
+  // one round, so one block scan (three barriers) places every live token.
+  constexpr int kPerThread = 16;
   *leave = false;
   if (gridDim.x == 1 && vocab > kSparseCap) return RowView(x, vocab, nullptr);  // nothing to gain
   // Block b takes the b-th contiguous slice, kPerThread consecutive tokens a

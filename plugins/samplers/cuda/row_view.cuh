@@ -13,6 +13,7 @@
 // them as the dense path does: add nothing to sums, never be kept.
 #pragma once
 
+#include "plugins/samplers/cuda/kernels.hpp"
 #include "plugins/samplers/cuda/row_split.cuh"
 
 namespace aph::samplers::cuda {
@@ -60,6 +61,17 @@ class RowView {
       if (v != -INFINITY) z += exp(static_cast<double>(v) - m);
     }
     return reduce(z, SumOp{}, 0.0);
+  }
+  // -sum p log p in double over the live tokens, p = exp(x - m) / z.
+  __device__ double entropy(float m, double z) const {
+    double ent = 0;
+    for (int64_t j = first(); j < size(); j += step()) {
+      const float v = value(j);
+      if (v == -INFINITY) continue;  // adds nothing; skipping spares a double exp
+      const double pr = exp(static_cast<double>(v) - m) / z;
+      if (pr > 0) ent -= pr * log(pr);
+    }
+    return reduce(ent, SumOp{}, 0.0);
   }
 
  private:
@@ -126,6 +138,15 @@ __device__ inline RowView open_row(float* x, int64_t vocab, bool* leave) {
   if (!sparse) return RowView(x, vocab, nullptr);
   *leave = blockIdx.x != 0;
   return RowView(x, vocab, &s);
+}
+
+// open_row for the row of active row blockIdx.y of a (row, value) table;
+// *value gets its value.
+template <typename V>
+__device__ RowView open_indexed_row(LogitsView logits, const Rows<Indexed<V>>& params, V* value, bool* leave) {
+  const Indexed<V> p = params[blockIdx.y];
+  *value = p.value;
+  return open_row(logits.data + static_cast<int64_t>(p.row) * logits.stride, logits.vocab, leave);
 }
 
 }  // namespace aph::samplers::cuda

@@ -50,12 +50,11 @@ __global__ void temperature_kernel(LogitsView logits, const __grid_constant__ Ro
 
 __global__ void min_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> log_min_p) {
   dependent_start();
+  float t = 0;  // <= 0, so the max always stays
   bool leave = false;
-  const RowView row = open_row(logits.data + static_cast<int64_t>(log_min_p[blockIdx.y].row) * logits.stride,
-                               logits.vocab, &leave);
+  const RowView row = open_indexed_row(logits, log_min_p, &t, &leave);
   if (leave) return;
   const float m = row.max();
-  const float t = log_min_p[blockIdx.y].value;  // <= 0, so the max always stays
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {
     const float v = row.value(j);
     if (v != -INFINITY && __fsub_rn(v, m) < t) row.remove(j);

@@ -23,11 +23,10 @@ __device__ uint32_t order_key(float f) {
 
 __global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<int32_t>> ks) {
   dependent_start();
-  float* x = logits.data + static_cast<int64_t>(ks[blockIdx.y].row) * logits.stride;
-  const int64_t k = ks[blockIdx.y].value;
-  if (k >= logits.vocab) return;
+  if (ks[blockIdx.y].value >= logits.vocab) return;
+  int32_t k = 0;
   bool leave = false;
-  const RowView row = open_row(x, logits.vocab, &leave);
+  const RowView row = open_indexed_row(logits, ks, &k, &leave);
   if (leave) return;
   // The largest key with count(key >= K) >= k: ties at the boundary all
   // stay. Removed tokens count here as on the CPU; a sparse row leaves them
@@ -47,10 +46,9 @@ __global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
 
 __global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
   dependent_start();
-  float* x = logits.data + static_cast<int64_t>(ps[blockIdx.y].row) * logits.stride;
-  const double p = ps[blockIdx.y].value;
+  float p = 0;
   bool leave = false;
-  const RowView row = open_row(x, logits.vocab, &leave);
+  const RowView row = open_indexed_row(logits, ps, &p, &leave);
   if (leave) return;
   const float m = row.max();
   const double z = row.partition(m);
@@ -64,7 +62,7 @@ __global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
         *key = order_key(v);
         return v != -INFINITY;
       },
-      [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, p * z);
+      [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, static_cast<double>(p) * z);
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {
     const float v = row.value(j);
     if (v != -INFINITY && order_key(v) < boundary) row.remove(j);
@@ -73,22 +71,14 @@ __global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
 
 __global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
   dependent_start();
-  float* x = logits.data + static_cast<int64_t>(ps[blockIdx.y].row) * logits.stride;
-  const double p = ps[blockIdx.y].value;
+  float p = 0;
   bool leave = false;
-  const RowView row = open_row(x, logits.vocab, &leave);
+  const RowView row = open_indexed_row(logits, ps, &p, &leave);
   if (leave) return;
   const float m = row.max();
   const double z = row.partition(m);
   const double log_z = log(z) + m;
-  double ent = 0;
-  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
-    const float v = row.value(j);
-    if (v == -INFINITY) continue;  // adds nothing; skipping spares a double exp
-    const double pr = exp(static_cast<double>(v) - m) / z;
-    if (pr > 0) ent -= pr * log(pr);
-  }
-  ent = row.reduce(ent, SumOp{}, 0.0);
+  const double ent = row.entropy(m, z);
   // Deviations are >= 0, so their bit patterns order like the values.
   auto deviation = [&](int64_t j) {
     return static_cast<unsigned long long>(
@@ -112,7 +102,7 @@ __global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<I
           *key = ~deviation(j);
           return row.value(j) != -INFINITY;
         },
-        [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, p * z);
+        [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, static_cast<double>(p) * z);
   }
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {
     if (row.value(j) != -INFINITY && deviation(j) > lo) row.remove(j);
@@ -121,11 +111,11 @@ __global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<I
 
 __global__ void xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> thresholds) {
   dependent_start();
-  float* x = logits.data + static_cast<int64_t>(thresholds[blockIdx.y].row) * logits.stride;
-  const double thr = thresholds[blockIdx.y].value;
+  float threshold = 0;
   bool leave = false;
-  const RowView row = open_row(x, logits.vocab, &leave);
+  const RowView row = open_indexed_row(logits, thresholds, &threshold, &leave);
   if (leave) return;
+  const double thr = threshold;
   const float m = row.max();
   const double z = row.partition(m);
   // p = exp(x - m) / z >= thr  <=>  x - m >= log(thr * z): one exp-free

@@ -58,14 +58,7 @@ __global__ void threshold_kernel(LogitsView logits, const __grid_constant__ Rows
   } else if (p.kind == kEpsilon) {
     threshold = p.param;
   } else {  // kEta
-    double ent = 0;
-    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
-      const float v = row.value(j);
-      if (v == -INFINITY) continue;  // adds nothing; skipping spares a double exp
-      const double pr = exp(static_cast<double>(v) - m) / z;
-      if (pr > 0) ent -= pr * log(pr);
-    }
-    ent = row.reduce(ent, SumOp{}, 0.0);
+    const double ent = row.entropy(m, z);
     threshold = fmin(p.param, sqrt(p.param) * exp(-ent));
   }
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {

@@ -19,6 +19,8 @@
 #   q4km       the 8B Q4_K_M alone (bench/run.sh's cache): engine decode512,
 #              ctx8k and batch64, then price_chain.sh's greedy / default
 #              chain / every stage on it (issues 4, 5 and 7's Q4_K_M rows)
+#   profile    a 4-layer model of the 8B shape in Q4_K_M: ncu kernel times of
+#              decode steps at batch 1 and 64 (bench/engine/kernel_table.py)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
 set -uo pipefail
@@ -123,6 +125,27 @@ if want q4km; then
     record price_chain $? price_chain.txt
   fi
 fi
+if want profile; then
+  step "kernel profile (4-layer 8B shape, Q4_K_M)"
+  P=/tmp/aph-profile
+  mkdir -p $P
+  [ -f $P/bf16/config.json ] ||
+    python3 bench/engine/make_model.py --shape llama3-8b --layers 4 --dtype bf16 --out $P/bf16 > "$OUT/profile.log" 2>&1
+  [ -s $P/q4km.gguf ] ||
+    $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $P/bf16 $P/q4km.gguf >> "$OUT/profile.log" 2>&1
+  engine_case 4l-q4km $P/q4km.gguf decode512,batch64
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for c in decode512 batch64; do
+    # Launches past start-up and prefill; ncu serializes them (no overlap).
+    timeout 150 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      --launch-skip 3000 --launch-count 300 \
+      $BIN/aph_bench_engine --model $P/q4km.gguf --label prof --cases $c --plugins "$APH_PLUGIN_DIR" \
+      > "$OUT/ncu_$c.csv" 2>> "$OUT/profile.log"
+    python3 bench/engine/kernel_table.py "$OUT/ncu_$c.csv" --tail 90 > "$OUT/kernels_$c.txt" 2>&1
+    record "ncu $c" $? "kernels_$c.txt"
+    rm -f "$OUT/ncu_$c.csv"  # large; the table has what matters
+  done
+fi
 if want prepare; then
   step "bench models"
   timeout 500 bash bench/run.sh "$CACHE" prepare > "$OUT/prepare.log" 2>&1
@@ -142,7 +165,7 @@ if want bench; then
 fi
 
 step "done"
-for f in bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run; do
-  [ -s "$OUT/$f.txt" ] && { echo "==== $f"; tail -40 "$OUT/$f.txt"; }
+for f in bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run kernels_decode512 kernels_batch64; do
+  [ -s "$OUT/$f.txt" ] && { echo "==== $f"; head -40 "$OUT/$f.txt"; }
 done
 echo "==== summary"; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"

@@ -183,9 +183,13 @@ def main():
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int, default=0,
+                    help="keep only this many layers of the shape (a quick model for kernel profiles)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     c = dict(SHAPES[args.shape])
+    if args.layers > 0:
+        c["num_hidden_layers"] = args.layers
     bos, eos = write_tokenizer(args.out, c["vocab_size"])
     torch_dtype = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[args.dtype]
     config = dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu",

@@ -1,6 +1,7 @@
 #include "plugins/quant-gguf/cuda/cuda_linear.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/common/error.hpp"
 #include "plugins/quant-gguf/plugin_state.hpp"
@@ -31,6 +32,18 @@ void* alloc(PluginState& st, int32_t device, uint64_t bytes, const std::string& 
   if (!p) throw Error(err.code ? static_cast<aph_status>(err.code) : APH_ERR_OUT_OF_MEMORY,
                       what + ": cannot allocate " + std::to_string(bytes) + " bytes: " + err.message);
   return p;
+}
+
+// Bytes of F16/BF16 a dequantized tile holds (APH_GGUF_TILE_MB, default 64):
+// a smaller tile can stay in L2 between the dequantization and the GEMM, a
+// larger one costs fewer launches.
+int64_t tile_bytes() {
+  static const int64_t bytes = [] {
+    const char* env = std::getenv("APH_GGUF_TILE_MB");
+    const long mb = env ? std::atol(env) : 0;
+    return int64_t{mb > 0 ? mb : 64} << 20;
+  }();
+  return bytes;
 }
 
 uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
@@ -147,8 +160,8 @@ CudaLinear::~CudaLinear() {
 }
 
 int64_t CudaLinear::tile_rows() const {
-  // About 64 MB of F16/BF16 per tile, in multiples of 128 rows.
-  const int64_t rows = std::max<int64_t>(128, (int64_t{64} << 20) / (2 * k_) / 128 * 128);
+  // About tile_bytes() of F16/BF16 per tile, in multiples of 128 rows.
+  const int64_t rows = std::max<int64_t>(128, tile_bytes() / (2 * k_) / 128 * 128);
   return std::min(rows, n_);
 }
 

@@ -136,12 +136,31 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, int64_t n, in
   Chunk ch;
   decode_chunk<TYPE>(w + r * row_bytes<TYPE>(nb), nb, c / kChunksPerBlock,
                      static_cast<int>(c % kChunksPerBlock), ch);
+  // Each thread writes its 32 values as four 16-byte stores: element-wise
+  // 2-byte stores from lanes 64 bytes apart made every store instruction touch
+  // 32 sectors, and a batch-64 step spent ~90 ms here.
+  uint32_t packed[16];
 #pragma unroll
-  for (int e = 0; e < 32; ++e) {
-    const int q = static_cast<int8_t>(ch.q[e / 4] >> (8 * (e % 4)));
-    const float p = __fmul_rn(ch.a[e / 16], static_cast<float>(q));
-    const float v = D::kHasMin ? __fadd_rn(p, ch.b[e / 16]) : p;
-    o[e] = from_float<T>(v);
+  for (int e = 0; e < 32; e += 2) {
+    uint32_t half_pair[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int q = static_cast<int8_t>(ch.q[(e + j) / 4] >> (8 * ((e + j) % 4)));
+      const float p = __fmul_rn(ch.a[(e + j) / 16], static_cast<float>(q));
+      const float v = D::kHasMin ? __fadd_rn(p, ch.b[(e + j) / 16]) : p;
+      half_pair[j] = bits_of(from_float<T>(v));
+    }
+    packed[e / 2] = half_pair[0] | (half_pair[1] << 16);
+  }
+  if (reinterpret_cast<uintptr_t>(o) % 16 == 0) {
+    auto* o4 = reinterpret_cast<uint4*>(o);
+#pragma unroll
+    for (int v = 0; v < 4; ++v)
+      o4[v] = make_uint4(packed[4 * v], packed[4 * v + 1], packed[4 * v + 2], packed[4 * v + 3]);
+  } else {
+    auto* o2 = reinterpret_cast<uint16_t*>(o);
+#pragma unroll
+    for (int e = 0; e < 32; ++e) o2[e] = static_cast<uint16_t>(packed[e / 2] >> (16 * (e % 2)));
   }
 }
 

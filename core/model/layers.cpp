@@ -1,5 +1,7 @@
 #include "core/model/layers.hpp"
 
+#include <cstddef>
+
 #include "core/common/error.hpp"
 
 namespace aph::model {
@@ -29,6 +31,33 @@ void PluginLinear::forward(const ops::Exec& exec, const Tensor& x, Tensor& y) co
   err.size = sizeof(err);
   check(plugin_.vtable->linear_forward(handle_, &xv, &yv, exec.stream, &err), err,
         "plugin " + plugin_.name + " linear " + name_);
+}
+
+bool PluginLinear::forward_shared(const ops::Exec& exec, const std::vector<std::unique_ptr<Linear>>& parts,
+                                  const Tensor& x, std::vector<Tensor>& ys) {
+  if (parts.empty()) return false;
+  const auto* first = dynamic_cast<const PluginLinear*>(parts[0].get());
+  if (!first) return false;
+  const aph_quant_vtable* vt = first->plugin_.vtable;
+  // An optional trailing member: plugins built before it have a smaller vtable.
+  const size_t needed = offsetof(aph_quant_vtable, linear_forward_shared) + sizeof(vt->linear_forward_shared);
+  if (vt->size < needed || vt->linear_forward_shared == nullptr) return false;
+  std::vector<aph_quant_linear*> handles;
+  for (const auto& p : parts) {
+    const auto* pl = dynamic_cast<const PluginLinear*>(p.get());
+    if (!pl || pl->plugin_.vtable != vt || pl->in_features() != first->in_features()) return false;
+    handles.push_back(pl->handle_);
+  }
+  aph_tensor xv = x.reshape({x.numel() / first->in_features(), first->in_features()}).view();
+  std::vector<aph_tensor> yv;
+  for (size_t i = 0; i < parts.size(); ++i)
+    yv.push_back(ys[i].reshape({ys[i].numel() / parts[i]->out_features(), parts[i]->out_features()}).view());
+  aph_error err{};
+  err.size = sizeof(err);
+  check(vt->linear_forward_shared(handles.data(), static_cast<uint32_t>(handles.size()), &xv, yv.data(), exec.stream,
+                                  &err),
+        err, "plugin " + first->plugin_.name + " linears " + first->name_ + " ...");
+  return true;
 }
 
 uint64_t PluginLinear::device_bytes() const {
@@ -78,12 +107,14 @@ ProjectionGroup::Outputs ProjectionGroup::forward(const ops::Exec& exec, const T
     }
     return out;
   }
+  std::vector<Tensor> ys;
   for (size_t i = 0; i < parts_.size(); ++i) {
-    Tensor y = part_out_[i].rows(0, m);
-    parts_[i]->forward(exec, x, y);
-    out.ptr[i] = y.data();
+    ys.push_back(part_out_[i].rows(0, m));
+    out.ptr[i] = ys.back().data();
     out.stride[i] = parts_[i]->out_features();
   }
+  if (PluginLinear::forward_shared(exec, parts_, x, ys)) return out;
+  for (size_t i = 0; i < parts_.size(); ++i) parts_[i]->forward(exec, x, ys[i]);
   return out;
 }
 

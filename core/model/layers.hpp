@@ -45,6 +45,10 @@ class PluginLinear : public Linear {
   ~PluginLinear() override;
   void forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const override;
   uint64_t device_bytes() const override;
+  // ys[i] = x · parts[i] in one plugin call when every part is a linear of
+  // one plugin that offers linear_forward_shared; false (nothing run) if not.
+  static bool forward_shared(const ops::Exec& exec, const std::vector<std::unique_ptr<Linear>>& parts,
+                             const Tensor& x, std::vector<Tensor>& ys);
   bool has_get_rows() const { return plugin_.vtable->linear_get_rows != nullptr; }
   // out[i, :] = W[ids[i], :] dequantized (quantized embedding tables).
   void get_rows(const ops::Exec& exec, const Tensor& ids, Tensor& out) const;

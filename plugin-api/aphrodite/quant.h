@@ -115,6 +115,16 @@ typedef struct aph_quant_vtable {
   uint64_t (*linear_device_bytes)(aph_quant_linear* linear);
   /* Loader or shutdown thread. */
   void (*linear_destroy)(aph_quant_linear* linear);
+
+  /* ---- optional trailing members: the host reads one only when `size`
+   * covers it, so plugins built before it was added still load ---- */
+
+  /* Engine thread. Optional (NULL): ys[i] = x · linears[i] for n linears of
+   * this plugin that read the same x (a projection group: q/k/v, gate/up), so
+   * the plugin can prepare x once (quantize it, say) instead of n times. The
+   * same contracts as linear_forward for each pair (x, ys[i]). */
+  aph_status (*linear_forward_shared)(aph_quant_linear* const* linears, uint32_t n, const aph_tensor* x,
+                                      aph_tensor* ys, aph_stream stream, aph_error* err);
 } aph_quant_vtable;
 
 #ifdef __cplusplus

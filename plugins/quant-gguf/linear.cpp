@@ -142,6 +142,27 @@ void Linear::forward(const aph_tensor& x, aph_tensor& y, aph_stream stream) {
     cuda_->forward(x.data, m, y.data, stream);
 }
 
+void Linear::forward_shared(const std::vector<Linear*>& group, const aph_tensor& x, aph_tensor* ys,
+                            aph_stream stream) {
+  std::vector<CudaLinear*> cuda;
+  for (size_t i = 0; i < group.size(); ++i) {
+    Linear& l = *group[i];
+    check_matrix(x, l.act_dtype_, l.device_, l.k_, "x", l.name_);
+    check_matrix(ys[i], l.act_dtype_, l.device_, l.n_, "y", l.name_);
+    if (x.shape[0] != ys[i].shape[0]) throw invalid_argument("linear " + l.name_ + ": x and y differ in M");
+    if (l.cuda_) cuda.push_back(l.cuda_.get());
+  }
+  const int64_t m = x.shape[0];
+  if (m == 0) return;
+  if (cuda.size() != group.size()) {  // CPU (or mixed): one by one
+    for (size_t i = 0; i < group.size(); ++i) group[i]->forward(x, ys[i], stream);
+    return;
+  }
+  std::vector<void*> outs;
+  for (size_t i = 0; i < group.size(); ++i) outs.push_back(ys[i].data);
+  CudaLinear::forward_shared(cuda, x.data, m, outs, stream);
+}
+
 void Linear::get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream) {
   if (ids.dtype != APH_DTYPE_I32 || ids.rank != 1 || ids.device != device_)
     throw invalid_argument("linear " + name_ + ": get_rows ids must be I32 [M] on the layer's device");

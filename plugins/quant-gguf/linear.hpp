@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "aphrodite/quant.h"
 #include "plugins/quant-gguf/cpu/linear_cpu.hpp"
@@ -18,6 +19,10 @@ class Linear {
   ~Linear();
 
   void forward(const aph_tensor& x, aph_tensor& y, aph_stream stream);
+  // ys[i] = x · group[i]: on CUDA, linears that take the matvec path share
+  // one quantization of x.
+  static void forward_shared(const std::vector<Linear*>& group, const aph_tensor& x, aph_tensor* ys,
+                             aph_stream stream);
   void get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream);
   uint64_t device_bytes() const;
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "aphrodite/quant.h"
 #include "core/common/error.hpp"
@@ -101,6 +102,19 @@ aph_status linear_get_rows(aph_quant_linear* l, const aph_tensor* ids, aph_tenso
   });
 }
 
+aph_status linear_forward_shared(aph_quant_linear* const* ls, uint32_t n, const aph_tensor* x, aph_tensor* ys,
+                                 aph_stream stream, aph_error* err) {
+  return guard(err, [&] {
+    if (!ls || !x || !ys) throw invalid_argument("linear_forward_shared: NULL argument");
+    std::vector<Linear*> group;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!ls[i]) throw invalid_argument("linear_forward_shared: linear " + std::to_string(i) + " is NULL");
+      group.push_back(ls[i]->impl.get());
+    }
+    Linear::forward_shared(group, *x, ys, stream);
+  });
+}
+
 uint64_t linear_device_bytes(aph_quant_linear* l) { return l ? l->impl->device_bytes() : 0; }
 
 void linear_destroy(aph_quant_linear* l) { delete l; }
@@ -124,6 +138,7 @@ const aph_quant_vtable kVtable = {
     linear_get_rows,
     linear_device_bytes,
     linear_destroy,
+    linear_forward_shared,
 };
 
 aph_status init(const aph_host_services* services, void** state, aph_error* err) {

@@ -9,7 +9,14 @@
 // finish (an atomic arrival counter) merges them, so decode is one kernel.
 //
 // A split's token range is derived from context_lens on the device, so a CUDA
-// graph captured once stays correct as contexts grow.
+// graph captured once stays correct as contexts grow. The grid has p.splits
+// split CTAs (chosen on the host from max_context_len, often the model's max),
+// but each sequence only uses eff = clamp(ceil(ctx / kDecodeMinPartition), 1,
+// p.splits) of them: the rest exit at once, so a short context is not cut into
+// slivers of a few tokens and the merge reads only eff partials. With eff == 1
+// the lone CTA writes the output directly (no workspace, no counter). The
+// merge batches its L2 loads (8 splits in flight per output element) instead
+// of one dependent round trip per split.
 #include <cfloat>
 #include <cmath>
 
@@ -103,7 +110,19 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   const int q_tok = p.query_start[seq];
   if (p.query_start[seq + 1] - q_tok != 1) return;  // prefill rows belong to the other kernel
   const int ctx = p.context_lens[seq];
-  const int per = (ctx + p.splits - 1) / p.splits;
+  // Effective split count for this sequence: the grid is sized for the
+  // captured max_context_len, but a split under kDecodeMinPartition tokens
+  // costs more (partial write + merge read) than it saves. eff depends only
+  // on ctx, so every CTA of the sequence agrees on it. Surplus CTAs leave
+  // before any __syncthreads and never touch the arrival counter (the KV write
+  // zeroes it each call, so an untouched counter is harmless), and their
+  // workspace slots are never read: the merge stops at eff.
+  const int eff = min(max((ctx + kDecodeMinPartition - 1) / kDecodeMinPartition, 1), p.splits);
+  if (split >= eff) return;
+  // eff == 1: the single CTA holds the whole context and writes the output
+  // itself, like the p.splits == 1 path.
+  const bool direct = eff == 1;
+  const int per = (ctx + eff - 1) / eff;
   const int begin = min(ctx, split * per);
   const int end = min(ctx, begin + per);
   const int n_tiles = (end - begin + kTile - 1) / kTile;
@@ -267,45 +286,46 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     const float l = l_s[g];
     o = l > 0.0f ? o / l * p.v_scale : 0.0f;
     const int h = h0 + g;
-    if (p.splits == 1) {
+    if (direct) {
       out[(static_cast<size_t>(q_tok) * p.num_heads + h) * HD + d] = from_float<ActT>(o);
-    } else {
+    } else {  // the workspace stride stays p.splits: its layout is the host's plan
       p.ws_out[((static_cast<size_t>(seq) * p.num_heads + h) * p.splits + split) * HD + d] = o;
     }
   }
-  if (p.splits == 1) return;
+  if (direct) return;
   if (tid < G) {
     const size_t idx = (static_cast<size_t>(seq) * p.num_heads + h0 + tid) * p.splits + split;
     p.ws_max[idx] = m_s[tid];
     p.ws_sum[idx] = l_s[tid];
   }
 
-  // Publish this split's partials, then count it; the last split to arrive
-  // (threadFenceReduction pattern) merges all of them.
+  // Publish this split's partials, then count it; the last of the eff active
+  // splits to arrive (threadFenceReduction pattern) merges all of them.
   __shared__ int is_last;
   __threadfence();
   __syncthreads();
   if (tid == 0) {
     const int prev = atomicAdd(p.counters + static_cast<size_t>(seq) * gridDim.y + blockIdx.y, 1);
-    is_last = prev == p.splits - 1;
+    is_last = prev == eff - 1;
   }
   __syncthreads();
   if (!is_last) return;
   __threadfence();
 
-  // Weights sum_i * 2^(max_i - max) per (head, split); __ldcg reads L2, where
-  // the other CTAs' partials are, never a stale L1 line.
+  // Weights sum_i * 2^(max_i - max) per (head, split) over the eff active
+  // splits only (slots >= eff hold stale data from earlier calls); __ldcg reads
+  // L2, where the other CTAs' partials are, never a stale L1 line.
   float* w_s = red;     // the reduction buffer is free again
   float* inv_s = s_s;   // kGroup floats
   for (int g = warp; g < G; g += kWarps) {
     const size_t base = (static_cast<size_t>(seq) * p.num_heads + h0 + g) * p.splits;
     float mx = -INFINITY;
-    for (int i = lane; i < p.splits; i += 32) {
+    for (int i = lane; i < eff; i += 32) {
       if (__ldcg(p.ws_sum + base + i) > 0.0f) mx = fmaxf(mx, __ldcg(p.ws_max + base + i));
     }
     mx = warp_max(mx);
     float total = 0.0f;
-    for (int i = lane; i < p.splits; i += 32) {
+    for (int i = lane; i < eff; i += 32) {
       const float l = __ldcg(p.ws_sum + base + i);
       const float w = l > 0.0f ? l * exp2f(__ldcg(p.ws_max + base + i) - mx) : 0.0f;
       w_s[g * kDecodeMaxSplits + i] = w;
@@ -315,13 +335,25 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     if (lane == 0) inv_s[g] = total > 0.0f ? 1.0f / total : 0.0f;
   }
   __syncthreads();
+  // Weighted sum of the partials. Each load is an L2 round trip, so they are
+  // issued kBatch at a time into registers before any FMA uses them (the old
+  // `if (w > 0) o = fmaf(w, load, o)` chain waited on L2 once per split).
+  // Loading unconditionally is safe: every split < eff wrote finite partials
+  // (0 when its range was empty, with weight 0). Only the tail of the last
+  // batch is predicated off, so no slot >= eff is read.
+  constexpr int kBatch = 8;
   for (int i = tid; i < G * HD; i += kThreads) {
     const int g = i / HD, d = i % HD;
     const size_t base = (static_cast<size_t>(seq) * p.num_heads + h0 + g) * p.splits;
+    const float* src = p.ws_out + base * HD + d;
+    const float* w_g = w_s + g * kDecodeMaxSplits;
     float o = 0.0f;
-    for (int sp = 0; sp < p.splits; ++sp) {
-      const float w = w_s[g * kDecodeMaxSplits + sp];
-      if (w > 0.0f) o = fmaf(w, __ldcg(p.ws_out + (base + sp) * HD + d), o);
+    for (int sp = 0; sp < eff; sp += kBatch) {
+      float v[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) v[j] = sp + j < eff ? __ldcg(src + static_cast<size_t>(sp + j) * HD) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) o = fmaf(sp + j < eff ? w_g[sp + j] : 0.0f, v[j], o);
     }
     out[(static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + d] = from_float<ActT>(o * inv_s[g]);
   }

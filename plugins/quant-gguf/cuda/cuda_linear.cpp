@@ -192,19 +192,9 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
     return;
   }
   const auto* w = static_cast<const uint8_t*>(weight_);
-  if (m <= kMatvecMaxM) {
-    const ActLayout l = act_layout(m, k_);
-    auto* xq = static_cast<int8_t*>(state_.cuda->act_scratch());
-    auto* xd = reinterpret_cast<float*>(xq + l.xd);
-    auto* xs = reinterpret_cast<float*>(xq + l.xs);
-    check_cuda(cuda::launch_quantize_act(x, bf16_, m, k_, xq, xd, xs, stream), what);
-    for (int64_t r = 0; r < m; r += 8) {
-      const int64_t mc = std::min<int64_t>(8, m - r);
-      check_cuda(cuda::launch_matvec(type_, w, n_, k_, xq + r * k_, xd + r * (k_ / 32),
-                                     xs + r * (k_ / 16), mc, bias_,
-                                     static_cast<uint8_t*>(y) + r * n_ * 2, bf16_, stream),
-                 what);
-    }
+  if (takes_matvec(m)) {
+    quantize_x(x, m, stream);
+    matvec_from_scratch(m, y, stream);
     return;
   }
   // Prefill: dequantize W in tiles of rows into the shared scratch and run a
@@ -218,6 +208,47 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
     gemm(wf, x, m, static_cast<uint8_t*>(y) + r0 * 2, stream, rows);
   }
   if (bias_) check_cuda(cuda::launch_add_bias(y, bf16_, m, n_, bias_, stream), what);
+}
+
+void CudaLinear::quantize_x(const void* x, int64_t m, aph_stream stream) const {
+  const ActLayout l = act_layout(m, k_);
+  auto* xq = static_cast<int8_t*>(state_.cuda->act_scratch());
+  check_cuda(cuda::launch_quantize_act(x, bf16_, m, k_, xq, reinterpret_cast<float*>(xq + l.xd),
+                                       reinterpret_cast<float*>(xq + l.xs), stream),
+             "linear " + name_ + ": quantize x");
+}
+
+void CudaLinear::matvec_from_scratch(int64_t m, void* y, aph_stream stream) const {
+  const ActLayout l = act_layout(m, k_);
+  auto* xq = static_cast<int8_t*>(state_.cuda->act_scratch());
+  auto* xd = reinterpret_cast<float*>(xq + l.xd);
+  auto* xs = reinterpret_cast<float*>(xq + l.xs);
+  const auto* w = static_cast<const uint8_t*>(weight_);
+  for (int64_t r = 0; r < m; r += 8) {
+    const int64_t mc = std::min<int64_t>(8, m - r);
+    check_cuda(cuda::launch_matvec(type_, w, n_, k_, xq + r * k_, xd + r * (k_ / 32), xs + r * (k_ / 16), mc,
+                                   bias_, static_cast<uint8_t*>(y) + r * n_ * 2, bf16_, stream),
+               "linear " + name_);
+  }
+}
+
+void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const void* x, int64_t m,
+                                const std::vector<void*>& ys, aph_stream stream) {
+  // The quantized x lives in the context's one scratch: it stays valid while
+  // only matvecs of the same k run after it on this stream.
+  const CudaLinear* quantized_by = nullptr;
+  for (size_t i = 0; i < group.size(); ++i) {
+    CudaLinear& l = *group[i];
+    if (!l.takes_matvec(m)) {
+      l.forward(x, m, ys[i], stream);
+      continue;
+    }
+    if (!quantized_by || quantized_by->k_ != l.k_ || quantized_by->bf16_ != l.bf16_) {
+      l.quantize_x(x, m, stream);
+      quantized_by = &l;
+    }
+    l.matvec_from_scratch(m, ys[i], stream);
+  }
 }
 
 void CudaLinear::get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream) {
@@ -246,6 +277,10 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t, int64_t, int64_t, const uin
 }
 CudaLinear::~CudaLinear() = default;
 void CudaLinear::forward(const void*, int64_t, void*, aph_stream) {}
+void CudaLinear::forward_shared(const std::vector<CudaLinear*>&, const void*, int64_t, const std::vector<void*>&,
+                                aph_stream) {}
+void CudaLinear::quantize_x(const void*, int64_t, aph_stream) const {}
+void CudaLinear::matvec_from_scratch(int64_t, void*, aph_stream) const {}
 void CudaLinear::get_rows(const int32_t*, int64_t, void*, aph_stream) {}
 void CudaLinear::gemm(const void*, const void*, int64_t, void*, aph_stream, int64_t) {}
 int64_t CudaLinear::tile_rows() const { return 0; }

@@ -52,6 +52,10 @@ class CudaLinear {
              const std::string& name);
   ~CudaLinear();
   void forward(const void* x, int64_t m, void* y, aph_stream stream);
+  // ys[i] = x · group[i]W: the linears that take the matvec path (same k)
+  // share one quantization of x (one launch for q/k/v instead of three).
+  static void forward_shared(const std::vector<CudaLinear*>& group, const void* x, int64_t m,
+                             const std::vector<void*>& ys, aph_stream stream);
   // Out-of-range ids give zero rows (ids live on the device; checking them
   // would need a synchronization).
   void get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream);
@@ -64,6 +68,10 @@ class CudaLinear {
   // y[m, rows] (row stride n) = x · W[rows, k]ᵀ; rows < 0 means all n.
   void gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream, int64_t rows = -1);
   int64_t tile_rows() const;
+  bool takes_matvec(int64_t m) const { return !float_weight_ && m <= kMatvecMaxM; }
+  // x quantized into the shared activation scratch, then the matvec from it.
+  void quantize_x(const void* x, int64_t m, aph_stream stream) const;
+  void matvec_from_scratch(int64_t m, void* y, aph_stream stream) const;
 
   PluginState& state_;
   std::string name_;

@@ -147,11 +147,26 @@ __global__ void sample_kernel(LogitsView logits, const __grid_constant__ Rows<Sa
   const float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
   const uint64_t key = rng_key(p.seed, p.step, kRngSample);
   ArgMax best{0.0, -1};
-  for (int64_t i = split_first(); i < logits.vocab; i += split_step()) {
-    if (x[i] == -INFINITY) continue;
-    double score = x[i];
-    if (!p.greedy) score -= log(-log(rng_uniform(key, static_cast<uint64_t>(i))));
-    best = better(best, ArgMax{score, static_cast<int32_t>(i)});
+  // kLoads logits a thread are loaded before any is compared: one load per
+  // iteration left the loop a chain of dependent L2 round trips, 15 us for a
+  // 128k row on 16 blocks (H200).
+  constexpr int kLoads = 8;
+  const int64_t step = split_step();
+  for (int64_t base = split_first(); base < logits.vocab; base += kLoads * step) {
+    float v[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int64_t i = base + u * step;
+      v[u] = i < logits.vocab ? x[i] : -INFINITY;
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      if (v[u] == -INFINITY) continue;
+      const int64_t i = base + u * step;
+      double score = v[u];
+      if (!p.greedy) score -= log(-log(rng_uniform(key, static_cast<uint64_t>(i))));
+      best = better(best, ArgMax{score, static_cast<int32_t>(i)});
+    }
   }
   best = split_argmax(best);
   if (blockIdx.x == 0 && threadIdx.x == 0) chosen[p.row] = best.index >= 0 ? best.index : 0;

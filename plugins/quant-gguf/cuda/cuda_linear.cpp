@@ -12,6 +12,7 @@
 
 #include "plugins/quant-gguf/cuda/device_layout.hpp"
 #include "plugins/quant-gguf/cuda/kernels.hpp"
+#include "plugins/quant-gguf/cuda/matvec_fast.hpp"
 #endif
 
 namespace aph::gguf {
@@ -237,17 +238,45 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
   // The quantized x lives in the context's one scratch: it stays valid while
   // only matvecs of the same k run after it on this stream.
   const CudaLinear* quantized_by = nullptr;
-  for (size_t i = 0; i < group.size(); ++i) {
+  for (size_t i = 0; i < group.size();) {
     CudaLinear& l = *group[i];
     if (!l.takes_matvec(m)) {
       l.forward(x, m, ys[i], stream);
+      ++i;
       continue;
     }
     if (!quantized_by || quantized_by->k_ != l.k_ || quantized_by->bf16_ != l.bf16_) {
       l.quantize_x(x, m, stream);
       quantized_by = &l;
     }
-    l.matvec_from_scratch(m, ys[i], stream);
+    if (!cuda::has_fast_matvec(l.type_)) {
+      l.matvec_from_scratch(m, ys[i], stream);
+      ++i;
+      continue;
+    }
+    // The run of linears after it of the same type and k: one launch.
+    size_t end = i + 1;
+    while (end < group.size() && end - i < static_cast<size_t>(cuda::kMaxMatvecTargets) &&
+           group[end]->takes_matvec(m) && group[end]->type_ == l.type_ && group[end]->k_ == l.k_ &&
+           group[end]->bf16_ == l.bf16_)
+      ++end;
+    const ActLayout a = act_layout(m, l.k_);
+    auto* xq = static_cast<int8_t*>(l.state_.cuda->act_scratch());
+    auto* xd = reinterpret_cast<float*>(xq + a.xd);
+    auto* xs = reinterpret_cast<float*>(xq + a.xs);
+    for (int64_t r = 0; r < m; r += 8) {
+      cuda::MatvecTarget targets[cuda::kMaxMatvecTargets];
+      for (size_t j = i; j < end; ++j) {
+        const CudaLinear& t = *group[j];
+        targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_,
+                          static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2};
+      }
+      check_cuda(cuda::launch_fast_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_,
+                                                xq + r * l.k_, xd + r * (l.k_ / 32), xs + r * (l.k_ / 16),
+                                                std::min<int64_t>(8, m - r), l.bf16_, stream),
+                 "linear " + l.name_ + " (with the " + std::to_string(end - i - 1) + " after it)");
+    }
+    i = end;
   }
 }
 

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <memory>
 #include <random>
 
 #include "core/common/half.hpp"
@@ -288,5 +290,78 @@ TEST(GgufCudaTiles, PrefillTilesAcrossRows) {
       ASSERT_NEAR(from_act(yh[i * n + j], true), ref, 1e-2 * mag + 8e-3 * std::fabs(ref) + 1e-4)
           << "row " << i << " col " << j;
     }
+  }
+}
+
+// linear_forward_shared: q/k/v-like groups (same type runs share one launch,
+// other types and the GEMM path fall back) give exactly the outputs of
+// separate forwards, for every m path.
+TEST(GgufCudaShared, SharedForwardEqualsSeparate) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+  aph_host_services services = test_gpu::cuda_services();
+  PluginState state;
+  state.services = &services;
+  const int64_t k = 768;
+  struct Spec {
+    uint32_t type;
+    int64_t n;
+  };
+  const Spec specs[] = {{kQ4_K, 200}, {kQ4_K, 72}, {kQ6_K, 130}, {kQ4_0, 64}, {kQ4_K, 33}};
+  std::vector<std::vector<uint8_t>> weights;
+  std::vector<aph_weight_info> infos;
+  for (const Spec& s : specs) weights.push_back(test_data::random_rows(s.type, s.n, k, 7 + s.type + s.n));
+  for (size_t i = 0; i < std::size(specs); ++i) infos.push_back(weight_info(specs[i].type, specs[i].n, k, weights[i]));
+  std::vector<std::unique_ptr<Linear>> linears;
+  for (size_t i = 0; i < std::size(specs); ++i) {
+    aph_linear_desc d{};
+    d.size = sizeof(d);
+    d.name = "shared";
+    d.in_features = k;
+    d.out_features = specs[i].n;
+    d.device = 0;
+    d.act_dtype = APH_DTYPE_BF16;
+    d.n_parts = 1;
+    d.parts = &infos[i];
+    linears.push_back(std::make_unique<Linear>(state, d));
+  }
+  std::vector<Linear*> group;
+  for (auto& l : linears) group.push_back(l.get());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t m : {1, 3, 9, 40}) {
+    std::vector<uint16_t> xh(m * k);
+    for (auto& v : xh) v = to_act(normal(rng), true);
+    void* xd = nullptr;
+    ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
+    cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
+    aph_tensor xt = view(xd, APH_DTYPE_BF16, 0, {m, k});
+    std::vector<void*> shared_y, single_y;
+    std::vector<aph_tensor> shared_t;
+    for (const Spec& s : specs) {
+      void *a = nullptr, *b = nullptr;
+      ASSERT_EQ(cudaMalloc(&a, m * s.n * 2), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&b, m * s.n * 2), cudaSuccess);
+      cudaMemset(a, 0xFF, m * s.n * 2);
+      shared_y.push_back(a);
+      single_y.push_back(b);
+      shared_t.push_back(view(a, APH_DTYPE_BF16, 0, {m, s.n}));
+    }
+    Linear::forward_shared(group, xt, shared_t.data(), nullptr);
+    for (size_t i = 0; i < group.size(); ++i) {
+      aph_tensor yt = view(single_y[i], APH_DTYPE_BF16, 0, {m, specs[i].n});
+      group[i]->forward(xt, yt, nullptr);
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (size_t i = 0; i < group.size(); ++i) {
+      std::vector<uint16_t> a(m * specs[i].n), b(m * specs[i].n);
+      cudaMemcpy(a.data(), shared_y[i], a.size() * 2, cudaMemcpyDeviceToHost);
+      cudaMemcpy(b.data(), single_y[i], b.size() * 2, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(a, b) << "linear " << i << " (" << type_traits(specs[i].type)->name << ", n=" << specs[i].n
+                      << ") m=" << m;
+      cudaFree(shared_y[i]);
+      cudaFree(single_y[i]);
+    }
+    cudaFree(xd);
   }
 }

@@ -121,6 +121,8 @@ if want q4km; then
   fi
   if [ -s "$Q4KM" ]; then
     engine_case 8b-q4km "$Q4KM" decode512,ctx8k,batch64
+    # Q4KM_TILES="16 32": batch64 again with those dequantization tile sizes.
+    for mb in ${Q4KM_TILES:-}; do APH_GGUF_TILE_MB=$mb engine_case 8b-q4km-tile$mb "$Q4KM" batch64; done
     # Q4KM_PRICE=0 leaves the sampler-chain price out (about 2 minutes).
     if [ "${Q4KM_PRICE:-1}" = 1 ]; then
       timeout 200 bash bench/samplers/price_chain.sh "$Q4KM" > "$OUT/price_chain.txt" 2>&1
@@ -139,9 +141,12 @@ if want profile; then
   engine_case 4l-q4km $P/q4km.gguf decode512,batch64
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for c in decode512 batch64; do
-    # Launches past start-up and prefill; ncu serializes them (no overlap).
+    # Launches past start-up and prefill (64 prompts of 256 are a long
+    # prefill); ncu serializes them (no overlap).
+    skip=3000
+    [ $c = batch64 ] && skip=7000
     timeout 150 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-      --launch-skip 3000 --launch-count 300 \
+      --launch-skip $skip --launch-count 300 \
       $BIN/aph_bench_engine --model $P/q4km.gguf --label prof --cases $c --plugins "$APH_PLUGIN_DIR" \
       > "$OUT/ncu_$c.csv" 2>> "$OUT/profile.log"
     python3 bench/engine/kernel_table.py "$OUT/ncu_$c.csv" --tail 90 > "$OUT/kernels_$c.txt" 2>&1

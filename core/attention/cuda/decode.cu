@@ -144,17 +144,32 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     uint8_t* ks = kv_smem + 2 * buf * S::kTileBytes;
     uint8_t* vs = ks + S::kTileBytes;
     const int t0 = begin + tile * kTile;
-    for (int i = tid; i < kTile * S::kRowChunks; i += kThreads) {
-      const int t = i / S::kRowChunks, c = i % S::kRowChunks;
-      const int tok = t0 + t;
-      const bool valid = tok < end;
-      size_t off = 0;
-      if (valid) {
+    // Every block-table load of the tile is issued before the first copy:
+    // one at a time, each copy waited on its own table lookup.
+    constexpr int kChunks = kTile * S::kRowChunks;
+    constexpr int kPerThread = (kChunks + kThreads - 1) / kThreads;
+    size_t off[kPerThread];
+    bool valid[kPerThread];
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {
+      const int i = tid + u * kThreads;
+      const int tok = t0 + i / S::kRowChunks;
+      valid[u] = i < kChunks && tok < end;
+      off[u] = 0;
+      if (valid[u]) {
         const int64_t blk = table[tok / p.block_size];
-        off = (static_cast<size_t>(blk) * p.block_size + tok % p.block_size) * slot_stride + head_off + c * 16;
+        off[u] = (static_cast<size_t>(blk) * p.block_size + tok % p.block_size) * slot_stride + head_off +
+                 (i % S::kRowChunks) * 16;
       }
-      cp_async_16(ks + t * S::kRowStride + c * 16, p.k_cache + off, valid ? 16 : 0);
-      cp_async_16(vs + t * S::kRowStride + c * 16, p.v_cache + off, valid ? 16 : 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {
+      const int i = tid + u * kThreads;
+      if (i < kChunks) {
+        const int t = i / S::kRowChunks, c = i % S::kRowChunks;
+        cp_async_16(ks + t * S::kRowStride + c * 16, p.k_cache + off[u], valid[u] ? 16 : 0);
+        cp_async_16(vs + t * S::kRowStride + c * 16, p.v_cache + off[u], valid[u] ? 16 : 0);
+      }
     }
     cp_async_commit();
   };

@@ -13,11 +13,15 @@ inline constexpr int32_t kDecodeHeadsPerCta = 8;
 // Enough CTAs to keep ~4 per SM busy on an H100/H200-class part (132 SMs);
 // fixed so a plan never depends on which device is asked.
 inline constexpr int32_t kDecodeTargetCtas = 512;
-// Fewest tokens a split covers: one KV tile. A CTA's time is mostly latency
-// (the block table, the tile copies, the arrival), not its bytes: at batch 1
-// on the H200 a 640-token context took ~20 us per layer in splits of 256
-// tokens; more, shorter splits overlap those latencies.
-inline constexpr int32_t kDecodeMinPartition = 64;
+// The grid's split count (a host decision at capture time, from the longest
+// context) gives each split at least this many tokens: at 8k context on the
+// H200, 64 splits of 128 tokens (two waves of CTAs) were slower than 32 of 256.
+inline constexpr int32_t kDecodeMinPartition = 256;
+// On the device a sequence uses only as many of the grid's splits as give
+// each at least this many tokens (one KV tile). A CTA's time is mostly
+// latency (the block table, the tile copies, the arrival), not bytes: a
+// 640-token context took ~20 us a layer as 3 splits of 256 tokens.
+inline constexpr int32_t kDecodeMinSplitTokens = 64;
 inline constexpr int32_t kDecodeMaxSplits = 64;
 
 inline int32_t ceil_div(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }

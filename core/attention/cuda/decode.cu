@@ -11,7 +11,7 @@
 // A split's token range is derived from context_lens on the device, so a CUDA
 // graph captured once stays correct as contexts grow. The grid has p.splits
 // split CTAs (chosen on the host from max_context_len, often the model's max),
-// but each sequence only uses eff = clamp(ceil(ctx / kDecodeMinPartition), 1,
+// but each sequence only uses eff = clamp(ceil(ctx / kDecodeMinSplitTokens), 1,
 // p.splits) of them: the rest exit at once, so a short context is not cut into
 // slivers of a few tokens and the merge reads only eff partials. With eff == 1
 // the lone CTA writes the output directly (no workspace, no counter). The
@@ -111,13 +111,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   if (p.query_start[seq + 1] - q_tok != 1) return;  // prefill rows belong to the other kernel
   const int ctx = p.context_lens[seq];
   // Effective split count for this sequence: the grid is sized for the
-  // captured max_context_len, but a split under kDecodeMinPartition tokens
+  // captured max_context_len, but a split under kDecodeMinSplitTokens tokens
   // costs more (partial write + merge read) than it saves. eff depends only
   // on ctx, so every CTA of the sequence agrees on it. Surplus CTAs leave
   // before any __syncthreads and never touch the arrival counter (the KV write
   // zeroes it each call, so an untouched counter is harmless), and their
   // workspace slots are never read: the merge stops at eff.
-  const int eff = min(max((ctx + kDecodeMinPartition - 1) / kDecodeMinPartition, 1), p.splits);
+  const int eff = min(max((ctx + kDecodeMinSplitTokens - 1) / kDecodeMinSplitTokens, 1), p.splits);
   if (split >= eff) return;
   // eff == 1: the single CTA holds the whole context and writes the output
   // itself, like the p.splits == 1 path.

@@ -13,6 +13,7 @@
 #include "plugins/quant-gguf/cuda/device_layout.hpp"
 #include "plugins/quant-gguf/cuda/kernels.hpp"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
+#include "plugins/quant-gguf/cuda/tile_gemm.hpp"
 #endif
 
 namespace aph::gguf {
@@ -47,6 +48,16 @@ int64_t tile_bytes() {
   return bytes;
 }
 
+// APH_GGUF_TILE_GEMM=0 sends batches of 33..128 rows to the dequantize +
+// cuBLAS path instead of the tile GEMM (to compare the two).
+bool tile_gemm_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("APH_GGUF_TILE_GEMM");
+    return !(env && std::string(env) == "0");
+  }();
+  return on;
+}
+
 uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
 
 // Activation scratch for m rows of k: int8 codes, scales per 32, sums per 16,
@@ -71,6 +82,7 @@ CudaContext::CudaContext(PluginState& state, int32_t device) : state_(state), de
   cublas_ = h;
   // A workspace of our own, so cuBLAS allocates nothing inside a captured graph.
   workspace_ = alloc(state_, device_, kWorkspaceBytes, "GGUF cuBLAS workspace");
+  check_cuda(static_cast<int>(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device)), "SM count");
 }
 
 CudaContext::~CudaContext() {
@@ -78,10 +90,11 @@ CudaContext::~CudaContext() {
   if (workspace_) state_.services->device_free(state_.services->host, device_, workspace_);
   if (act_) state_.services->device_free(state_.services->host, device_, act_);
   if (dequant_) state_.services->device_free(state_.services->host, device_, dequant_);
+  if (partials_) state_.services->device_free(state_.services->host, device_, partials_);
 }
 
-void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream) {
-  if (act <= act_bytes_ && dequant <= dequant_bytes_) return;
+void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uint64_t partial) {
+  if (act <= act_bytes_ && dequant <= dequant_bytes_ && partial <= partial_bytes_) return;
   check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
   if (act > act_bytes_) {
     if (act_) state_.services->device_free(state_.services->host, device_, act_);
@@ -96,6 +109,12 @@ void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream) {
     dequant_ = nullptr;
     dequant_ = alloc(state_, device_, dequant, "GGUF dequantization scratch");
     dequant_bytes_ = dequant;
+  }
+  if (partial > partial_bytes_) {
+    if (partials_) state_.services->device_free(state_.services->host, device_, partials_);
+    partials_ = nullptr;
+    partials_ = alloc(state_, device_, partial, "GGUF tile GEMM partial sums");
+    partial_bytes_ = partial;
   }
 }
 
@@ -138,7 +157,8 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_
                                                   cudaMemcpyHostToDevice, s)),
                  "linear " + name_ + ": upload");
       check_cuda(static_cast<int>(cudaStreamSynchronize(s)), "linear " + name_ + ": upload");
-      state.cuda->reserve(act_layout(kMatvecMaxM, k).total, static_cast<uint64_t>(tile_rows()) * k * 2, stream);
+      state.cuda->reserve(act_layout(kMatvecMaxM, k).total, static_cast<uint64_t>(tile_rows()) * k * 2, stream,
+                          cuda::tile_gemm_workspace_bytes(n, k, state.cuda->sm_count()));
     }
     if (!bias.empty()) {
       bias_bytes_ = bias.size() * sizeof(float);
@@ -196,6 +216,12 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
   if (takes_matvec(m)) {
     quantize_x(x, m, stream);
     matvec_from_scratch(m, y, stream);
+    return;
+  }
+  if (m <= cuda::kTileGemmMaxM && tile_gemm_enabled() && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+    check_cuda(cuda::launch_tile_gemm(type_, w, n_, k_, x, m, bias_, y, bf16_, state_.cuda->partials(),
+                                      state_.cuda->sm_count(), stream),
+               what);
     return;
   }
   // Prefill: dequantize W in tiles of rows into the shared scratch and run a
@@ -297,7 +323,7 @@ CudaContext::CudaContext(PluginState& state, int32_t device) : state_(state), de
   throw Error(APH_ERR_UNSUPPORTED, "the GGUF plugin was built without CUDA");
 }
 CudaContext::~CudaContext() = default;
-void CudaContext::reserve(uint64_t, uint64_t, aph_stream) {}
+void CudaContext::reserve(uint64_t, uint64_t, aph_stream, uint64_t) {}
 
 CudaLinear::CudaLinear(PluginState& state, uint32_t, int64_t, int64_t, const uint8_t*,
                        const std::vector<float>&, int32_t, int32_t, aph_stream, const std::string& name)

@@ -1,7 +1,8 @@
 // The CUDA side of a GGUF linear: weights uploaded in the padded device
 // layout through the host's device_alloc; decode (M <= 32) runs the integer
-// matvec kernels in slices of 8 rows, prefill dequantizes W into a shared
-// F16/BF16 scratch and calls cuBLAS (tensor cores). Float weights are stored
+// matvec kernels in slices of 8 rows, batches up to 128 rows the tile GEMM
+// (tile_gemm.hpp), and prefill dequantizes W into a shared F16/BF16 scratch
+// and calls cuBLAS (tensor cores). Float weights are stored
 // in the activation dtype and always use cuBLAS. Without CUDA in the build,
 // constructing one throws APH_ERR_UNSUPPORTED.
 #pragma once
@@ -26,8 +27,11 @@ class CudaContext {
   ~CudaContext();
   // Grows the scratch buffers to at least these sizes (loader thread;
   // synchronizes `stream` before freeing an old buffer).
-  void reserve(uint64_t act_bytes, uint64_t dequant_bytes, aph_stream stream);
+  void reserve(uint64_t act_bytes, uint64_t dequant_bytes, aph_stream stream, uint64_t partial_bytes = 0);
   void* act_scratch() const { return act_; }
+  // fp32 partial sums of the tile GEMM's K splits.
+  float* partials() const { return static_cast<float*>(partials_); }
+  int sm_count() const { return sm_count_; }
   void* dequant_scratch() const { return dequant_; }
   void* cublas() const { return cublas_; }
   void* workspace() const { return workspace_; }
@@ -43,6 +47,9 @@ class CudaContext {
   uint64_t act_bytes_ = 0;
   void* dequant_ = nullptr;
   uint64_t dequant_bytes_ = 0;
+  void* partials_ = nullptr;
+  uint64_t partial_bytes_ = 0;
+  int sm_count_ = 1;
 };
 
 class CudaLinear {

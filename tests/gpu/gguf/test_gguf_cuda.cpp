@@ -1,6 +1,6 @@
 // CUDA linear and get_rows against the CPU implementation for every ggml
-// type, F16 and BF16 activations, M in {1,2,4,8,16,64,512} (matvec slices and
-// the dequantize + cuBLAS path), and the matvec's tails (odd row counts,
+// type, F16 and BF16 activations, M in {1,2,4,8,16,33,64,100,512} (matvec
+// slices, the tile GEMM and the dequantize + cuBLAS path), and the matvec's tails (odd row counts,
 // odd numbers of blocks per row, every M of a slice).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -200,7 +200,8 @@ void check_get_rows(PluginState& state, cudaStream_t stream, uint32_t type, bool
 
 TEST_P(GgufCuda, ForwardMatchesCpu) {
   const auto [type, bf16] = GetParam();
-  check_forward(state_, stream_, type, bf16, 200, 512, {1, 2, 4, 8, 16, 64, 512}, true);
+  // 33, 64, 100: the tile GEMM (tile_gemm.hpp); 512: dequantize + cuBLAS.
+  check_forward(state_, stream_, type, bf16, 200, 512, {1, 2, 4, 8, 16, 33, 64, 100, 512}, true);
 }
 
 // The matvec's tails: rows not a multiple of the rows per CTA, k of an odd
@@ -211,7 +212,8 @@ TEST_P(GgufCuda, MatvecShapesMatchCpu) {
   const auto [type, bf16] = GetParam();
   const int64_t shapes[][2] = {{37, 256}, {61, 768}, {9, 2304}, {130, 4096}, {5, 14336}};
   for (const auto& s : shapes) {
-    check_forward(state_, stream_, type, bf16, s[0], s[1], {1, 2, 3, 5, 8, 9}, s[0] % 2 == 1);
+    // 40: the tile GEMM, with K split over CTAs for the long rows.
+    check_forward(state_, stream_, type, bf16, s[0], s[1], {1, 2, 3, 5, 8, 9, 40}, s[0] % 2 == 1);
     if (HasFatalFailure()) return;
   }
   check_forward(state_, stream_, type, bf16, 61, 2304, {1}, true, 1);
@@ -246,7 +248,8 @@ TEST(GgufCudaTiles, PrefillTilesAcrossRows) {
   aph_host_services services = test_gpu::cuda_services();
   PluginState state;
   state.services = &services;
-  const int64_t k = 65536, n = 600, m = 40;  // 64 MB / (2 * k) = 512 rows per tile
+  // m above the tile GEMM's 128 rows; 64 MB / (2 * k) = 512 rows per tile.
+  const int64_t k = 65536, n = 600, m = 160;
   auto w = test_data::random_rows(kQ4_K, n, k, 3);
   aph_weight_info wi = weight_info(kQ4_K, n, k, w);
   aph_linear_desc d{};

@@ -1,0 +1,201 @@
+// The tile GEMM of tile_gemm.hpp. A CTA of four warps owns 64 rows of W
+// (16 per warp) and 64 rows of x; per step of 128 along k it decodes its W
+// tile (decode.cuh, the same arithmetic as dequant_rows_kernel) and copies its
+// x tile into shared memory, then each warp runs 16x16x16 wmma products into
+// four fp32 accumulators. No software pipelining: a CTA uses 34 KB of shared
+// memory, so six share an SM and hide each other's loads.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <algorithm>
+
+#include "plugins/quant-gguf/cuda/decode.cuh"
+#include "plugins/quant-gguf/cuda/device_math.cuh"
+#include "plugins/quant-gguf/cuda/tile_gemm.hpp"
+
+namespace aph::gguf::cuda {
+
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int kBN = 64;   // W rows per CTA
+constexpr int kBM = 64;   // x rows per CTA
+constexpr int kBK = 128;  // k per step
+constexpr int kThreads = 128;
+constexpr int kLd = kBK + 8;   // shared row stride in elements: 272 bytes, rows in different banks
+constexpr int kLdC = kBM + 4;  // fp32 result stride
+constexpr int kMaxSplits = 16;
+
+// The 32 values of a decoded chunk in T, two per word (as dequant_rows_kernel
+// rounds them: each product and sum separately).
+template <int TYPE, typename T>
+__device__ __forceinline__ void pack_chunk(const Chunk& ch, uint32_t (&packed)[16]) {
+  using D = Decoder<TYPE>;
+#pragma unroll
+  for (int e = 0; e < 32; e += 2) {
+    uint32_t pair[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int q = static_cast<int8_t>(ch.q[(e + j) / 4] >> (8 * ((e + j) % 4)));
+      const float p = __fmul_rn(ch.a[(e + j) / 16], static_cast<float>(q));
+      pair[j] = bits_of(from_float<T>(D::kHasMin ? __fadd_rn(p, ch.b[(e + j) / 16]) : p));
+    }
+    packed[e / 2] = pair[0] | (pair[1] << 16);
+  }
+}
+
+template <int TYPE, typename T>
+__global__ void __launch_bounds__(kThreads)
+    tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
+                     const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
+                     int steps_per_split) {
+  using D = Decoder<TYPE>;
+  constexpr int kChunksPerBlock = D::kBlock / 32;
+  // wmma wants 32-byte aligned tiles; the fp32 results reuse the W tile.
+  __shared__ __align__(128) T w_s[kBN * kLd];
+  __shared__ __align__(128) T x_s[kBM * kLd];
+  static_assert(sizeof(float) * kBM * kLdC <= sizeof(T) * kBN * kLd, "results must fit the W tile");
+  float* c_s = reinterpret_cast<float*>(w_s);
+
+  const int tid = threadIdx.x, warp = tid / 32;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN, m0 = static_cast<int64_t>(blockIdx.y) * kBM;
+  const int split = blockIdx.z, splits = gridDim.z;
+  const int64_t nb = k / D::kBlock, chunks = k / 32, rb = row_bytes<TYPE>(nb);
+  const int64_t steps = (k + kBK - 1) / kBK;
+  const int64_t s_begin = static_cast<int64_t>(split) * steps_per_split;
+  const int64_t s_end = min(steps, s_begin + steps_per_split);
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kBM / 16];
+#pragma unroll
+  for (int j = 0; j < kBM / 16; ++j) wmma::fill_fragment(acc[j], 0.0f);
+
+  for (int64_t s = s_begin; s < s_end; ++s) {
+    const int64_t k0 = s * kBK;
+    // W: 64 rows x 4 chunks, two chunks a thread, four threads a row.
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int q = tid + u * kThreads;
+      const int r = q / 4, cc = q % 4;
+      const int64_t row = n0 + r, c = k0 / 32 + cc;
+      uint32_t packed[16] = {};
+      if (row < n && c < chunks) {
+        Chunk ch;
+        decode_chunk<TYPE>(w + row * rb, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), ch);
+        pack_chunk<TYPE, T>(ch, packed);
+      }
+      auto* dst = reinterpret_cast<uint4*>(w_s + r * kLd + cc * 32);
+#pragma unroll
+      for (int v = 0; v < 4; ++v)
+        dst[v] = make_uint4(packed[4 * v], packed[4 * v + 1], packed[4 * v + 2], packed[4 * v + 3]);
+    }
+    // x: 64 rows x 16 vectors of 8; rows past m and k past its end are zero.
+#pragma unroll
+    for (int u = 0; u < kBM * (kBK / 8) / kThreads; ++u) {
+      const int q = tid + u * kThreads;
+      const int r = q / (kBK / 8), v = q % (kBK / 8);
+      const int64_t row = m0 + r, col = k0 + v * 8;
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (row < m && col < k) val = *reinterpret_cast<const uint4*>(x + row * k + col);
+      *reinterpret_cast<uint4*>(x_s + r * kLd + v * 8) = val;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+      wmma::load_matrix_sync(a, w_s + warp * 16 * kLd + kk * 16, kLd);
+#pragma unroll
+      for (int j = 0; j < kBM / 16; ++j) {
+        // x_s[m][k] read as the column-major k x m operand.
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b;
+        wmma::load_matrix_sync(b, x_s + j * 16 * kLd + kk * 16, kLd);
+        wmma::mma_sync(acc[j], a, b, acc[j]);
+      }
+    }
+    __syncthreads();
+  }
+  // acc[j] is C[n: warp's 16][m: j's 16]; stored column-major it lands as
+  // c_s[m][n], so the writes below go along n, as y's rows do.
+#pragma unroll
+  for (int j = 0; j < kBM / 16; ++j)
+    wmma::store_matrix_sync(c_s + j * 16 * kLdC + warp * 16, acc[j], kLdC, wmma::mem_col_major);
+  __syncthreads();
+  for (int idx = tid; idx < kBM * kBN; idx += kThreads) {
+    const int mm = idx / kBN, nn = idx % kBN;
+    const int64_t row = m0 + mm, col = n0 + nn;
+    if (row >= m || col >= n) continue;
+    const float v = c_s[mm * kLdC + nn];
+    if (splits == 1)
+      y[row * n + col] = from_float<T>(v + (bias ? bias[col] : 0.0f));
+    else
+      partial[(static_cast<int64_t>(split) * m + row) * n + col] = v;
+  }
+}
+
+template <typename T>
+__global__ void sum_splits_kernel(const float* __restrict__ partial, int splits, int64_t m, int64_t n,
+                                  const float* __restrict__ bias, T* __restrict__ y) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= m * n) return;
+  float v = bias ? bias[idx % n] : 0.0f;
+  for (int s = 0; s < splits; ++s) v += partial[s * m * n + idx];
+  y[idx] = from_float<T>(v);
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+template <typename T>
+cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
+                         const float* bias, T* y, float* workspace, int sm_count, cudaStream_t s) {
+  const int splits = tile_gemm_splits(n, k, m, sm_count);
+  const int64_t steps = ceil_div(k, kBK);
+  const int per = static_cast<int>(ceil_div(steps, splits));
+  const dim3 grid(static_cast<unsigned>(ceil_div(n, kBN)), static_cast<unsigned>(ceil_div(m, kBM)),
+                  static_cast<unsigned>(splits));
+  cudaError_t rc = cudaErrorInvalidValue;
+  dispatch_type(type, [&](auto tag) {
+    constexpr int kType = decltype(tag)::value;
+    tile_gemm_kernel<kType, T><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+    rc = cudaGetLastError();
+  });
+  if (rc != cudaSuccess || splits == 1) return rc;
+  sum_splits_kernel<T><<<static_cast<unsigned>(ceil_div(m * n, 256)), 256, 0, s>>>(workspace, splits, m, n, bias, y);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+int tile_gemm_splits(int64_t n, int64_t k, int64_t m, int sm_count) {
+  // About two CTAs an SM, each split at least 4 steps (512 of k) long.
+  const int64_t tiles = ceil_div(n, kBN) * ceil_div(std::max<int64_t>(m, 1), kBM);
+  const int64_t steps = ceil_div(k, kBK);
+  int64_t s = ceil_div(2 * static_cast<int64_t>(std::max(sm_count, 1)), tiles);
+  s = std::min<int64_t>({s, std::max<int64_t>(1, steps / 4), kMaxSplits});
+  return static_cast<int>(std::max<int64_t>(s, 1));
+}
+
+uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count) {
+  uint64_t most = 0;
+  for (int64_t m = kBM; m <= kTileGemmMaxM; m += kBM) {
+    const int s = tile_gemm_splits(n, k, m, sm_count);
+    if (s > 1) most = std::max<uint64_t>(most, static_cast<uint64_t>(s) * m * n * sizeof(float));
+  }
+  return most;
+}
+
+int launch_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const void* x, int64_t m,
+                     const float* bias, void* y, bool bf16, float* workspace, int sm_count, void* stream) {
+  if (m < 1 || m > kTileGemmMaxM || k % 32 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return static_cast<int>(cudaErrorInvalidValue);
+  if (tile_gemm_splits(n, k, m, sm_count) > 1 && workspace == nullptr) return static_cast<int>(cudaErrorInvalidValue);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (bf16)
+    return static_cast<int>(launch_typed(type, w, n, k, static_cast<const __nv_bfloat16*>(x), m, bias,
+                                         static_cast<__nv_bfloat16*>(y), workspace, sm_count, s));
+  return static_cast<int>(launch_typed(type, w, n, k, static_cast<const __half*>(x), m, bias,
+                                       static_cast<__half*>(y), workspace, sm_count, s));
+}
+
+}  // namespace aph::gguf::cuda

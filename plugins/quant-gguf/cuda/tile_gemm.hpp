@@ -1,0 +1,28 @@
+// y[m, n] = x[m, k] · Wᵀ for the batches between the matvec (m <= 32) and
+// the prefill GEMM: each CTA dequantizes a tile of W rows into shared memory
+// and multiplies it with the matching x tile on tensor cores (wmma), so W is
+// read once as quantized bytes and never written out as F16/BF16 (the
+// dequantize-then-cuBLAS path wrote and re-read 16 GB a step for an 8B model
+// at batch 64). K is split over CTAs when the tiles alone cannot fill the GPU;
+// the splits' fp32 partials are summed by a second kernel.
+#pragma once
+
+#include <cstdint>
+
+namespace aph::gguf::cuda {
+
+// Largest m the tile GEMM takes (two tiles of 64 rows of x).
+constexpr int64_t kTileGemmMaxM = 128;
+
+// K splits for this shape (1 = no workspace, no second kernel).
+int tile_gemm_splits(int64_t n, int64_t k, int64_t m, int sm_count);
+
+// Workspace bytes a linear of this shape needs for any m <= kTileGemmMaxM.
+uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count);
+
+// x and y in the activation dtype (F16 or BF16), x 16-byte aligned with k a
+// multiple of 32; workspace as sized above (unused when splits == 1).
+int launch_tile_gemm(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const void* x, int64_t m,
+                     const float* bias, void* y, bool bf16, float* workspace, int sm_count, void* stream);
+
+}  // namespace aph::gguf::cuda

@@ -69,6 +69,18 @@ __global__ void embedding_kernel(const Tin* table, const int32_t* ids, int64_t v
 // load-store loop (each store could alias the next load); longer rows loop.
 constexpr int kNormRegs = 8;
 
+// o[j] = v * w / rms for a register-held row, ss the thread's sum of squares.
+template <typename T>
+__device__ __forceinline__ void store_normed(const float (&v)[kNormRegs], const float (&wv)[kNormRegs], float ss,
+                                             float eps, int64_t h, T* o) {
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(h) + eps);
+#pragma unroll
+  for (int u = 0; u < kNormRegs; ++u) {
+    const int64_t j = threadIdx.x + static_cast<int64_t>(u) * blockDim.x;
+    if (j < h) o[j] = from_f<T>(v[u] * inv * wv[u]);
+  }
+}
+
 template <typename T>
 __global__ void rms_norm_kernel(const T* x, const float* w, float eps, int64_t h, T* out) {
   cuda_pdl::allow_dependents();  // a matvec reads this output next
@@ -85,12 +97,7 @@ __global__ void rms_norm_kernel(const T* x, const float* w, float eps, int64_t h
     }
 #pragma unroll
     for (int u = 0; u < kNormRegs; ++u) ss += v[u] * v[u];
-    const float inv = rsqrtf(block_sum(ss) / static_cast<float>(h) + eps);
-#pragma unroll
-    for (int u = 0; u < kNormRegs; ++u) {
-      const int64_t j = threadIdx.x + static_cast<int64_t>(u) * blockDim.x;
-      if (j < h) o[j] = from_f<T>(v[u] * inv * wv[u]);
-    }
+    store_normed(v, wv, ss, eps, h, o);
     return;
   }
   float ss = 0;
@@ -127,12 +134,7 @@ __global__ void add_rms_norm_kernel(T* residual, const T* delta, const float* w,
       const int64_t j = threadIdx.x + static_cast<int64_t>(u) * blockDim.x;
       if (j < h) r[j] = s;
     }
-    const float inv = rsqrtf(block_sum(ss) / static_cast<float>(h) + eps);
-#pragma unroll
-    for (int u = 0; u < kNormRegs; ++u) {
-      const int64_t j = threadIdx.x + static_cast<int64_t>(u) * blockDim.x;
-      if (j < h) o[j] = from_f<T>(v[u] * inv * wv[u]);
-    }
+    store_normed(v, wv, ss, eps, h, o);
     return;
   }
   float ss = 0;

@@ -11,6 +11,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "plugins/quant-gguf/cuda/device_math.cuh"
+
 namespace aph::gguf::cuda {
 
 struct Chunk {
@@ -298,6 +300,24 @@ __device__ __forceinline__ void decode_chunk(const uint8_t* row, int64_t nb, int
     D::chunk(row, nb, blk, j, c);
   else
     D::chunk(row + blk * D::kStride, j, c);
+}
+
+// The 32 values of a decoded chunk in T (F16/BF16), two per word, rounded as
+// the CPU reference does: each product and sum separately.
+template <int TYPE, typename T>
+__device__ __forceinline__ void pack_chunk(const Chunk& ch, uint32_t (&packed)[16]) {
+  using D = Decoder<TYPE>;
+#pragma unroll
+  for (int e = 0; e < 32; e += 2) {
+    uint32_t pair[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int q = static_cast<int8_t>(ch.q[(e + j) / 4] >> (8 * ((e + j) % 4)));
+      const float p = __fmul_rn(ch.a[(e + j) / 16], static_cast<float>(q));
+      pair[j] = bits_of(from_float<T>(D::kHasMin ? __fadd_rn(p, ch.b[(e + j) / 16]) : p));
+    }
+    packed[e / 2] = pair[0] | (pair[1] << 16);
+  }
 }
 
 template <int T>

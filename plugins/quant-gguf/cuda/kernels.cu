@@ -140,18 +140,7 @@ __global__ void dequant_rows_kernel(const uint8_t* __restrict__ w, int64_t n, in
   // 2-byte stores from lanes 64 bytes apart made every store instruction touch
   // 32 sectors, and a batch-64 step spent ~90 ms here.
   uint32_t packed[16];
-#pragma unroll
-  for (int e = 0; e < 32; e += 2) {
-    uint32_t half_pair[2];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int q = static_cast<int8_t>(ch.q[(e + j) / 4] >> (8 * ((e + j) % 4)));
-      const float p = __fmul_rn(ch.a[(e + j) / 16], static_cast<float>(q));
-      const float v = D::kHasMin ? __fadd_rn(p, ch.b[(e + j) / 16]) : p;
-      half_pair[j] = bits_of(from_float<T>(v));
-    }
-    packed[e / 2] = half_pair[0] | (half_pair[1] << 16);
-  }
+  pack_chunk<TYPE, T>(ch, packed);
   if (reinterpret_cast<uintptr_t>(o) % 16 == 0) {
     auto* o4 = reinterpret_cast<uint4*>(o);
 #pragma unroll

@@ -29,24 +29,6 @@ constexpr int kLd = kBK + 8;   // shared row stride in elements: 272 bytes, rows
 constexpr int kLdC = kBM + 4;  // fp32 result stride
 constexpr int kMaxSplits = 16;
 
-// The 32 values of a decoded chunk in T, two per word (as dequant_rows_kernel
-// rounds them: each product and sum separately).
-template <int TYPE, typename T>
-__device__ __forceinline__ void pack_chunk(const Chunk& ch, uint32_t (&packed)[16]) {
-  using D = Decoder<TYPE>;
-#pragma unroll
-  for (int e = 0; e < 32; e += 2) {
-    uint32_t pair[2];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int q = static_cast<int8_t>(ch.q[(e + j) / 4] >> (8 * ((e + j) % 4)));
-      const float p = __fmul_rn(ch.a[(e + j) / 16], static_cast<float>(q));
-      pair[j] = bits_of(from_float<T>(D::kHasMin ? __fadd_rn(p, ch.b[(e + j) / 16]) : p));
-    }
-    packed[e / 2] = pair[0] | (pair[1] << 16);
-  }
-}
-
 template <int TYPE, typename T>
 __global__ void __launch_bounds__(kThreads)
     tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,

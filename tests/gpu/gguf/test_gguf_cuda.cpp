@@ -59,7 +59,9 @@ aph_tensor view(void* p, int32_t dtype, int32_t device, std::vector<int64_t> sha
   return t;
 }
 
-class GgufCuda : public ::testing::TestWithParam<Param> {
+// A CUDA device (or a skip), the plugin state and a stream.
+template <class Base>
+class WithCuda : public Base {
  protected:
   void SetUp() override {
     int count = 0;
@@ -75,6 +77,9 @@ class GgufCuda : public ::testing::TestWithParam<Param> {
   PluginState state_;
   cudaStream_t stream_ = nullptr;
 };
+
+class GgufCuda : public WithCuda<::testing::TestWithParam<Param>> {};
+using GgufCudaPlain = WithCuda<::testing::Test>;
 
 }  // namespace
 
@@ -242,12 +247,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GgufCuda, ::testing::ValuesIn(params()), [](c
 
 // Wide rows make the prefill path dequantize W in several tiles of rows
 // (~64 MB each); every tile must land in its own columns of y.
-TEST(GgufCudaTiles, PrefillTilesAcrossRows) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
-  aph_host_services services = test_gpu::cuda_services();
-  PluginState state;
-  state.services = &services;
+TEST_F(GgufCudaPlain, PrefillTilesAcrossRows) {
+  PluginState& state = state_;
   // m above the tile GEMM's 128 rows; 64 MB / (2 * k) = 512 rows per tile.
   const int64_t k = 65536, n = 600, m = 160;
   auto w = test_data::random_rows(kQ4_K, n, k, 3);
@@ -299,12 +300,8 @@ TEST(GgufCudaTiles, PrefillTilesAcrossRows) {
 // linear_forward_shared: q/k/v-like groups (same type runs share one launch,
 // other types and the GEMM path fall back) give exactly the outputs of
 // separate forwards, for every m path.
-TEST(GgufCudaShared, SharedForwardEqualsSeparate) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
-  aph_host_services services = test_gpu::cuda_services();
-  PluginState state;
-  state.services = &services;
+TEST_F(GgufCudaPlain, SharedForwardEqualsSeparate) {
+  PluginState& state = state_;
   const int64_t k = 768;
   struct Spec {
     uint32_t type;

@@ -275,11 +275,6 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
       l.quantize_x(x, m, stream);
       quantized_by = &l;
     }
-    if (!cuda::has_fast_matvec(l.type_)) {
-      l.matvec_from_scratch(m, ys[i], stream);
-      ++i;
-      continue;
-    }
     // The run of linears after it of the same type and k: one launch.
     size_t end = i + 1;
     while (end < group.size() && end - i < static_cast<size_t>(cuda::kMaxMatvecTargets) &&
@@ -297,7 +292,7 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
         targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_,
                           static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2};
       }
-      check_cuda(cuda::launch_fast_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_,
+      check_cuda(cuda::launch_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_,
                                                 xq + r * l.k_, xd + r * (l.k_ / 32), xs + r * (l.k_ / 16),
                                                 std::min<int64_t>(8, m - r), l.bf16_, stream),
                  "linear " + l.name_ + " (with the " + std::to_string(end - i - 1) + " after it)");

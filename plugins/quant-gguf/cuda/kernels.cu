@@ -12,6 +12,7 @@
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/kernels.hpp"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
+#include "plugins/quant-gguf/cuda/matvec_targets.cuh"
 
 namespace aph::gguf::cuda {
 
@@ -55,18 +56,20 @@ constexpr int kMatvecDepth = 4;
 // MT is the batch capacity (1 or 8); m <= MT rows of x are live.
 template <int TYPE, int MT, typename T>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    matvec_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const int8_t* __restrict__ xq,
-                  const float* __restrict__ xd, const float* __restrict__ xs, int m,
-                  const float* __restrict__ bias, T* __restrict__ y) {
+    matvec_kernel(const MatvecTargets targets, int64_t k, const int8_t* __restrict__ xq,
+                  const float* __restrict__ xd, const float* __restrict__ xs, int m) {
   using D = Decoder<TYPE>;
   cuda_pdl::wait_for_producer();  // launched as a dependent: only the launch overlaps
+  int64_t cta = 0;
+  const MatvecTarget& t = target_of(targets, &cta);
+  const int64_t n = t.n;
   const int lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
   if (row >= n) return;
   constexpr int kChunksPerBlock = D::kBlock / 32;
   const int64_t chunks = k / 32;
   const int64_t nb = k / D::kBlock;
-  const uint8_t* wrow = w + row * row_bytes<TYPE>(nb);
+  const uint8_t* wrow = t.w + row * row_bytes<TYPE>(nb);
   float acc[MT];
 #pragma unroll
   for (int i = 0; i < MT; ++i) acc[i] = 0.0f;
@@ -108,7 +111,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   for (int i = 0; i < MT; ++i) {
     if (i < m) {
       float v = warp_sum(acc[i]);
-      if (lane == 0) y[i * n + row] = from_float<T>(v + (bias ? bias[row] : 0.0f));
+      if (lane == 0) static_cast<T*>(t.y)[i * n + row] = from_float<T>(v + (t.bias ? t.bias[row] : 0.0f));
     }
   }
 }
@@ -188,22 +191,21 @@ unsigned grid_for(int64_t work, int threads) {
 }
 
 template <typename T>
-int matvec_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
-                 const float* xd, const float* xs, int64_t m, const float* bias, T* y,
-                 cudaStream_t s) {
+int matvec_typed(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const int8_t* xq,
+                 const float* xd, const float* xs, int64_t m, cudaStream_t s) {
   cudaError_t rc = cudaSuccess;
+  const MatvecTargets ts = plan_targets(targets, count, kWarpsPerBlock);
   bool ok = dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
     if constexpr (has_fast_matvec(kType)) {
-      rc = cudaErrorInvalidValue;  // launch_matvec sends these to matvec_fast.cu
+      rc = cudaErrorInvalidValue;  // launch_matvec_multi sends these to matvec_fast.cu
     } else {
-      const dim3 grid(grid_for(n, kWarpsPerBlock)), block(kWarpsPerBlock * 32);
+      const dim3 grid(ts.first_cta[count]), block(kWarpsPerBlock * 32);
       if (m == 1)
-        rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 1, T>, grid, block, 0, s, w, n, k, xq,
-                                        xd, xs, 1, bias, y);
+        rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 1, T>, grid, block, 0, s, ts, k, xq, xd, xs, 1);
       else
-        rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 8, T>, grid, block, 0, s, w, n, k, xq,
-                                        xd, xs, static_cast<int>(m), bias, y);
+        rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 8, T>, grid, block, 0, s, ts, k, xq, xd, xs,
+                                        static_cast<int>(m));
     }
   });
   if (!ok) return static_cast<int>(cudaErrorInvalidValue);
@@ -242,16 +244,22 @@ int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* 
                                                      xd, xs));
 }
 
+int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const int8_t* xq,
+                        const float* xd, const float* xs, int64_t m, bool bf16, void* stream) {
+  if (m < 1 || m > 8 || count < 1 || count > kMaxMatvecTargets) return static_cast<int>(cudaErrorInvalidValue);
+  for (int i = 0; i < count; ++i)
+    if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
+  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, xq, xd, xs, m, bf16, stream);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (bf16) return matvec_typed<__nv_bfloat16>(type, targets, count, k, xq, xd, xs, m, s);
+  return matvec_typed<__half>(type, targets, count, k, xq, xd, xs, m, s);
+}
+
 int launch_matvec(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
                   const float* xd, const float* xs, int64_t m, const float* bias, void* y, bool bf16,
                   void* stream) {
-  if (m < 1 || m > 8) return static_cast<int>(cudaErrorInvalidValue);
-  if (has_fast_matvec(type))
-    return launch_fast_matvec(type, w, n, k, xq, xd, xs, m, bias, y, bf16, stream);
-  auto s = static_cast<cudaStream_t>(stream);
-  if (bf16)
-    return matvec_typed(type, w, n, k, xq, xd, xs, m, bias, static_cast<__nv_bfloat16*>(y), s);
-  return matvec_typed(type, w, n, k, xq, xd, xs, m, bias, static_cast<__half*>(y), s);
+  const MatvecTarget target{w, n, bias, y};
+  return launch_matvec_multi(type, &target, 1, k, xq, xd, xs, m, bf16, stream);
 }
 
 int launch_dequant_rows(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int32_t* rows,

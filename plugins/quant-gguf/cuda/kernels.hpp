@@ -20,6 +20,22 @@ int launch_matvec(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, co
                   const float* xd, const float* xs, int64_t m, const float* bias, void* y, bool bf16,
                   void* stream);
 
+// One weight matrix of a multi-target matvec: y[m, n] = x · Wᵀ (+ bias).
+struct MatvecTarget {
+  const uint8_t* w;
+  int64_t n;
+  const float* bias;
+  void* y;
+};
+constexpr int kMaxMatvecTargets = 4;
+
+// Up to kMaxMatvecTargets matrices of one type and one k that read the same
+// quantized x, in one launch (q/k/v, gate and up: launches and grid tails
+// fewer), m <= 8.
+int launch_matvec_multi(uint32_t ggml_type, const MatvecTarget* targets, int count, int64_t k,
+                        const int8_t* xq, const float* xd, const float* xs, int64_t m, bool bf16,
+                        void* stream);
+
 // out[i, :] = W[rows[i], :] for i < m (rows == nullptr: row i), as F16/BF16.
 // Ids outside [0, n) produce zero rows and set *bad_id (device int) to 1.
 int launch_dequant_rows(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k,

@@ -18,6 +18,7 @@
 #include "core/common/cuda_pdl.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
+#include "plugins/quant-gguf/cuda/matvec_targets.cuh"
 #include "plugins/quant-gguf/cuda/vecdot.cuh"
 
 namespace aph::gguf::cuda {
@@ -91,14 +92,6 @@ __device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_
   for (int r = 0; r < R; ++r) wrow[r] = w + min(row0 + r, n - 1) * P::row_bytes(nb);
 }
 
-// The targets of one launch and the first CTA of each (first_cta[count] is
-// the grid size).
-struct Targets {
-  MatvecTarget t[kMaxMatvecTargets];
-  unsigned first_cta[kMaxMatvecTargets + 1];
-  int count;
-};
-
 // y = W · x for the m <= MT activation rows that quantize_act_kernel wrote
 // (xq, xd, xs), for each target over its range of CTAs. m == 1: P::kMinCtas
 // CTAs per SM bound the registers (what measured best per type); m > 1: at
@@ -106,18 +99,14 @@ struct Targets {
 // loads hoisted at once.
 template <class P, int MT, int R, typename T>
 __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
-    matvec_kernel(const Targets targets, int64_t nb, const int8_t* __restrict__ xq,
+    matvec_kernel(const MatvecTargets targets, int64_t nb, const int8_t* __restrict__ xq,
                   const float* __restrict__ xd, const float* __restrict__ xs, int m) {
-  int ti = 0;
-  while (ti + 1 < targets.count && blockIdx.x >= targets.first_cta[ti + 1]) ++ti;
-  const uint8_t* __restrict__ w = targets.t[ti].w;
-  const int64_t n = targets.t[ti].n;
-  const float* __restrict__ bias = targets.t[ti].bias;
-  T* __restrict__ y = static_cast<T*>(targets.t[ti].y);
+  int64_t cta = 0;
+  const MatvecTarget& t = target_of(targets, &cta);
+  const int64_t n = t.n;
   constexpr int kPerStep = 32 / P::kLanes;
   const int lane = threadIdx.x % 32;
   const int slot = lane / P::kLanes, part = lane % P::kLanes;
-  const int64_t cta = blockIdx.x - targets.first_cta[ti];
   const int64_t row0 = (cta * kWarps + threadIdx.x / 32) * R;
   if (row0 >= n) return;  // the whole warp; it touches nothing
   // Launched as a dependent: this CTA may start while the quantization
@@ -128,7 +117,7 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
   // this grid's last CTAs start late.
   cuda_pdl::wait_for_producer();
   const uint8_t* wrow[R];
-  row_pointers<P, R>(w, n, nb, row0, wrow);
+  row_pointers<P, R>(t.w, n, nb, row0, wrow);
 
   float acc[R][MT] = {};
   for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
@@ -139,27 +128,15 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
       step<P, MT, R>(wv, blk, part, xq, xd, xs, 256 * nb, m, acc);
     }
   }
-  store_rows<MT, R>(acc, m, n, row0, bias, y);
-}
-
-unsigned grid_rows(int64_t n, int rows_per_cta) {
-  return static_cast<unsigned>((n + rows_per_cta - 1) / rows_per_cta);
+  store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
 }
 
 template <class P, typename T>
 cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const int8_t* xq,
                          const float* xd, const float* xs, int m, cudaStream_t s) {
   constexpr int R = kRowsPerWarp;
-  Targets ts{};
-  ts.count = count;
-  unsigned ctas = 0;
-  for (int i = 0; i < count; ++i) {
-    ts.t[i] = targets[i];
-    ts.first_cta[i] = ctas;
-    ctas += grid_rows(targets[i].n, R * kWarps);
-  }
-  ts.first_cta[count] = ctas;
-  const dim3 grid(ctas), block(kWarps * 32);
+  const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
+  const dim3 grid(ts.first_cta[count]), block(kWarps * 32);
   if (m > 1)
     return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, xq, xd,
                                       xs, m);
@@ -190,10 +167,7 @@ void dispatch_fast(uint32_t type, F&& f) {
 int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k,
                              const int8_t* xq, const float* xd, const float* xs, int64_t m, bool bf16,
                              void* stream) {
-  if (m < 1 || m > 8 || k % 256 != 0 || count < 1 || count > kMaxMatvecTargets)
-    return static_cast<int>(cudaErrorInvalidValue);
-  for (int i = 0; i < count; ++i)
-    if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
+  if (k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);  // m, count, n: checked by the caller
   auto s = static_cast<cudaStream_t>(stream);
   const int mi = static_cast<int>(m);
   cudaError_t rc = cudaErrorInvalidValue;
@@ -205,13 +179,6 @@ int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int cou
       rc = launch_typed<P, __half>(targets, count, k / 256, xq, xd, xs, mi, s);
   });
   return static_cast<int>(rc);
-}
-
-int launch_fast_matvec(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
-                       const float* xd, const float* xs, int64_t m, const float* bias, void* y,
-                       bool bf16, void* stream) {
-  const MatvecTarget target{w, n, bias, y};
-  return launch_fast_matvec_multi(type, &target, 1, k, xq, xd, xs, m, bf16, stream);
 }
 
 }  // namespace aph::gguf::cuda

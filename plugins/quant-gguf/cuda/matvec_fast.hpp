@@ -5,30 +5,17 @@
 
 #include <cstdint>
 
+#include "plugins/quant-gguf/cuda/kernels.hpp"
+
 namespace aph::gguf::cuda {
 
 constexpr bool has_fast_matvec(uint32_t ggml_type) {
   return ggml_type == 12 || ggml_type == 13 || ggml_type == 14;
 }
 
-// As launch_matvec (kernels.hpp), for a type with has_fast_matvec; k is a
-// multiple of 256, w, xq, xd and xs are 16-byte aligned. Launched as a
+// launch_matvec_multi (kernels.hpp) for a type with has_fast_matvec: k is a
+// multiple of 256; w, xq, xd and xs are 16-byte aligned. Launched as a
 // dependent of the kernel before (core/common/cuda_pdl.cuh).
-int launch_fast_matvec(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
-                       const float* xd, const float* xs, int64_t m, const float* bias, void* y,
-                       bool bf16, void* stream);
-
-// One weight matrix of a multi-target matvec: y[m, n] = x · Wᵀ (+ bias).
-struct MatvecTarget {
-  const uint8_t* w;
-  int64_t n;
-  const float* bias;
-  void* y;
-};
-constexpr int kMaxMatvecTargets = 4;
-
-// Up to kMaxMatvecTargets matrices of one type and one k that read the same
-// x, in one launch (q and k, gate and up: a launch and a grid tail fewer).
 int launch_fast_matvec_multi(uint32_t ggml_type, const MatvecTarget* targets, int count, int64_t k,
                              const int8_t* xq, const float* xd, const float* xs, int64_t m, bool bf16,
                              void* stream);

@@ -1,6 +1,8 @@
 // Routing, built-in routes, error shapes, request ids and the engine facade,
 // against a real listening server.
 #include <boost/json.hpp>
+#include <chrono>
+#include <thread>
 
 #include "tests/unit/server/server_fixture.hpp"
 
@@ -105,7 +107,14 @@ TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
 TEST_F(ServerTest, MetricsRenderEngineAndHttpSeries) {
   start();
   fetch(port_, "GET", "/version");
-  Reply r = fetch(port_, "GET", "/metrics");
+  // A request is counted after its response is sent, so the client can ask
+  // for /metrics before the count lands: wait for it (2 s at most).
+  Reply r;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    r = fetch(port_, "GET", "/metrics");
+    if (r.body.find("aphrodite:http_requests_total{method=\"GET\",status=\"200\"}") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.header("content-type").rfind("text/plain; version=0.0.4", 0), 0u);
   for (const char* name :

@@ -307,7 +307,8 @@ TEST_F(GgufCudaPlain, SharedForwardEqualsSeparate) {
     uint32_t type;
     int64_t n;
   };
-  const Spec specs[] = {{kQ4_K, 200}, {kQ4_K, 72}, {kQ6_K, 130}, {kQ4_0, 64}, {kQ4_K, 33}};
+  // Runs: Q4_K x2 (fast matvec), Q6_K, Q4_0 x2 (generic matvec), Q4_K.
+  const Spec specs[] = {{kQ4_K, 200}, {kQ4_K, 72}, {kQ6_K, 130}, {kQ4_0, 64}, {kQ4_0, 40}, {kQ4_K, 33}};
   std::vector<std::vector<uint8_t>> weights;
   std::vector<aph_weight_info> infos;
   for (const Spec& s : specs) weights.push_back(test_data::random_rows(s.type, s.n, k, 7 + s.type + s.n));

@@ -1,6 +1,8 @@
 #include "core/model/layers.hpp"
 
+#include <algorithm>
 #include <cstddef>
+#include <string>
 
 #include "core/common/error.hpp"
 
@@ -33,31 +35,34 @@ void PluginLinear::forward(const ops::Exec& exec, const Tensor& x, Tensor& y) co
         "plugin " + plugin_.name + " linear " + name_);
 }
 
-bool PluginLinear::forward_shared(const ops::Exec& exec, const std::vector<std::unique_ptr<Linear>>& parts,
-                                  const Tensor& x, std::vector<Tensor>& ys) {
-  if (parts.empty()) return false;
+std::vector<aph_quant_linear*> PluginLinear::shared_handles(const std::vector<std::unique_ptr<Linear>>& parts) {
+  if (parts.empty()) return {};
   const auto* first = dynamic_cast<const PluginLinear*>(parts[0].get());
-  if (!first) return false;
+  if (!first) return {};
   const aph_quant_vtable* vt = first->plugin_.vtable;
   // An optional trailing member: plugins built before it have a smaller vtable.
   const size_t needed = offsetof(aph_quant_vtable, linear_forward_shared) + sizeof(vt->linear_forward_shared);
-  if (vt->size < needed || vt->linear_forward_shared == nullptr) return false;
+  if (vt->size < needed || vt->linear_forward_shared == nullptr) return {};
   std::vector<aph_quant_linear*> handles;
   for (const auto& p : parts) {
     const auto* pl = dynamic_cast<const PluginLinear*>(p.get());
-    if (!pl || pl->plugin_.vtable != vt || pl->in_features() != first->in_features()) return false;
+    if (!pl || pl->plugin_.vtable != vt || pl->in_features() != first->in_features()) return {};
     handles.push_back(pl->handle_);
   }
-  aph_tensor xv = x.reshape({x.numel() / first->in_features(), first->in_features()}).view();
+  return handles;
+}
+
+void PluginLinear::forward_shared(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
+                                  const Tensor& x, std::vector<Tensor>& ys) const {
+  aph_tensor xv = x.reshape({x.numel() / in_features(), in_features()}).view();
   std::vector<aph_tensor> yv;
-  for (size_t i = 0; i < parts.size(); ++i)
-    yv.push_back(ys[i].reshape({ys[i].numel() / parts[i]->out_features(), parts[i]->out_features()}).view());
+  for (Tensor& y : ys) yv.push_back(y.reshape({y.dim(0), y.numel() / std::max<int64_t>(y.dim(0), 1)}).view());
   aph_error err{};
   err.size = sizeof(err);
-  check(vt->linear_forward_shared(handles.data(), static_cast<uint32_t>(handles.size()), &xv, yv.data(), exec.stream,
-                                  &err),
-        err, "plugin " + first->plugin_.name + " linears " + first->name_ + " ...");
-  return true;
+  check(plugin_.vtable->linear_forward_shared(handles.data(), static_cast<uint32_t>(handles.size()), &xv, yv.data(),
+                                              exec.stream, &err),
+        err, "plugin " + plugin_.name + " linears " + name_ + " and the " + std::to_string(handles.size() - 1) +
+                 " after it");
 }
 
 uint64_t PluginLinear::device_bytes() const {
@@ -81,6 +86,7 @@ ProjectionGroup::ProjectionGroup(std::vector<int64_t> sizes, std::unique_ptr<Lin
                                  std::vector<std::unique_ptr<Linear>> parts)
     : sizes_(std::move(sizes)), fused_(std::move(fused)), parts_(std::move(parts)) {
   if (sizes_.size() > 4) throw Error(APH_ERR_INTERNAL, "ProjectionGroup holds at most 4 projections");
+  shared_ = PluginLinear::shared_handles(parts_);
 }
 
 void ProjectionGroup::reserve(int64_t max_tokens, aph_dtype dtype, int32_t device) {
@@ -113,7 +119,10 @@ ProjectionGroup::Outputs ProjectionGroup::forward(const ops::Exec& exec, const T
     out.ptr[i] = ys.back().data();
     out.stride[i] = parts_[i]->out_features();
   }
-  if (PluginLinear::forward_shared(exec, parts_, x, ys)) return out;
+  if (!shared_.empty()) {
+    static_cast<const PluginLinear&>(*parts_[0]).forward_shared(exec, shared_, x, ys);
+    return out;
+  }
   for (size_t i = 0; i < parts_.size(); ++i) parts_[i]->forward(exec, x, ys[i]);
   return out;
 }

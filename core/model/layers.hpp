@@ -45,10 +45,13 @@ class PluginLinear : public Linear {
   ~PluginLinear() override;
   void forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const override;
   uint64_t device_bytes() const override;
-  // ys[i] = x · parts[i] in one plugin call when every part is a linear of
-  // one plugin that offers linear_forward_shared; false (nothing run) if not.
-  static bool forward_shared(const ops::Exec& exec, const std::vector<std::unique_ptr<Linear>>& parts,
-                             const Tensor& x, std::vector<Tensor>& ys);
+  // The parts' handles when every part is a linear of one plugin that offers
+  // linear_forward_shared (same input width); empty if not.
+  static std::vector<aph_quant_linear*> shared_handles(const std::vector<std::unique_ptr<Linear>>& parts);
+  // ys[i] = x · handles[i] in one call to this linear's plugin (handles from
+  // shared_handles, this linear the first).
+  void forward_shared(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles, const Tensor& x,
+                      std::vector<Tensor>& ys) const;
   bool has_get_rows() const { return plugin_.vtable->linear_get_rows != nullptr; }
   // out[i, :] = W[ids[i], :] dequantized (quantized embedding tables).
   void get_rows(const ops::Exec& exec, const Tensor& ids, Tensor& out) const;
@@ -77,6 +80,7 @@ class ProjectionGroup {
   std::vector<int64_t> sizes_;
   std::unique_ptr<Linear> fused_;
   std::vector<std::unique_ptr<Linear>> parts_;
+  std::vector<aph_quant_linear*> shared_;  // parts_ as one plugin call (PluginLinear::shared_handles)
   Tensor fused_out_;
   std::vector<Tensor> part_out_;
 };

@@ -214,8 +214,7 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
   }
   const auto* w = static_cast<const uint8_t*>(weight_);
   if (takes_matvec(m)) {
-    quantize_x(x, m, stream);
-    matvec_from_scratch(m, y, stream);
+    forward_shared({this}, x, m, {y}, stream);
     return;
   }
   if (m <= cuda::kTileGemmMaxM && tile_gemm_enabled() && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
@@ -243,20 +242,6 @@ void CudaLinear::quantize_x(const void* x, int64_t m, aph_stream stream) const {
   check_cuda(cuda::launch_quantize_act(x, bf16_, m, k_, xq, reinterpret_cast<float*>(xq + l.xd),
                                        reinterpret_cast<float*>(xq + l.xs), stream),
              "linear " + name_ + ": quantize x");
-}
-
-void CudaLinear::matvec_from_scratch(int64_t m, void* y, aph_stream stream) const {
-  const ActLayout l = act_layout(m, k_);
-  auto* xq = static_cast<int8_t*>(state_.cuda->act_scratch());
-  auto* xd = reinterpret_cast<float*>(xq + l.xd);
-  auto* xs = reinterpret_cast<float*>(xq + l.xs);
-  const auto* w = static_cast<const uint8_t*>(weight_);
-  for (int64_t r = 0; r < m; r += 8) {
-    const int64_t mc = std::min<int64_t>(8, m - r);
-    check_cuda(cuda::launch_matvec(type_, w, n_, k_, xq + r * k_, xd + r * (k_ / 32), xs + r * (k_ / 16), mc,
-                                   bias_, static_cast<uint8_t*>(y) + r * n_ * 2, bf16_, stream),
-               "linear " + name_);
-  }
 }
 
 void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const void* x, int64_t m,
@@ -330,7 +315,6 @@ void CudaLinear::forward(const void*, int64_t, void*, aph_stream) {}
 void CudaLinear::forward_shared(const std::vector<CudaLinear*>&, const void*, int64_t, const std::vector<void*>&,
                                 aph_stream) {}
 void CudaLinear::quantize_x(const void*, int64_t, aph_stream) const {}
-void CudaLinear::matvec_from_scratch(int64_t, void*, aph_stream) const {}
 void CudaLinear::get_rows(const int32_t*, int64_t, void*, aph_stream) {}
 void CudaLinear::gemm(const void*, const void*, int64_t, void*, aph_stream, int64_t) {}
 int64_t CudaLinear::tile_rows() const { return 0; }

@@ -60,7 +60,8 @@ class CudaLinear {
   ~CudaLinear();
   void forward(const void* x, int64_t m, void* y, aph_stream stream);
   // ys[i] = x · group[i]W: the linears that take the matvec path (same k)
-  // share one quantization of x (one launch for q/k/v instead of three).
+  // share one quantization of x, and runs of one type one launch (q/k/v).
+  // forward's matvec path is this with a group of one.
   static void forward_shared(const std::vector<CudaLinear*>& group, const void* x, int64_t m,
                              const std::vector<void*>& ys, aph_stream stream);
   // Out-of-range ids give zero rows (ids live on the device; checking them
@@ -76,9 +77,8 @@ class CudaLinear {
   void gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream, int64_t rows = -1);
   int64_t tile_rows() const;
   bool takes_matvec(int64_t m) const { return !float_weight_ && m <= kMatvecMaxM; }
-  // x quantized into the shared activation scratch, then the matvec from it.
+  // x quantized into the shared activation scratch (the matvecs read it).
   void quantize_x(const void* x, int64_t m, aph_stream stream) const;
-  void matvec_from_scratch(int64_t m, void* y, aph_stream stream) const;
 
   PluginState& state_;
   std::string name_;

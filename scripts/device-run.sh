@@ -21,6 +21,8 @@
 #              chain / every stage on it (issues 4, 5 and 7's Q4_K_M rows)
 #   profile    a 4-layer model of the 8B shape in Q4_K_M: ncu kernel times of
 #              decode steps at batch 1 and 64 (bench/engine/kernel_table.py)
+#              AB_ENV="VAR=value ...": the 135M and 8B Q4_K_M decode512 cases
+#              again under each of those settings (e.g. APH_GGUF_CTA_QUANT=0)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
 set -uo pipefail
@@ -102,6 +104,7 @@ if want engine; then
   $BIN/aphrodite-quantize --type Q4_0 --pre smollm $M/smol-bf16 $M/smol-q4_0.gguf >> "$OUT/bench_engine.log" 2>&1
   engine_case smol-q4_0 $M/smol-q4_0.gguf decode512,batch64
   APH_PDL=0 engine_case smol-q4_0-nopdl $M/smol-q4_0.gguf decode512
+  for ab in ${AB_ENV:-}; do export "$ab"; engine_case "smol-q4_0-$ab" $M/smol-q4_0.gguf decode512; unset "${ab%%=*}"; done
   [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
     python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 >> "$OUT/bench_engine.log" 2>&1
   engine_case 8b-bf16 $CACHE/llama3-8b-bf16 decode512,ctx8k
@@ -121,6 +124,7 @@ if want q4km; then
   fi
   if [ -s "$Q4KM" ]; then
     engine_case 8b-q4km "$Q4KM" decode512,ctx8k,batch64
+    for ab in ${AB_ENV:-}; do export "$ab"; engine_case "8b-q4km-$ab" "$Q4KM" decode512; unset "${ab%%=*}"; done
     # Q4KM_TILES="16 32": batch64 again with those dequantization tile sizes.
     for mb in ${Q4KM_TILES:-}; do APH_GGUF_TILE_MB=$mb engine_case 8b-q4km-tile$mb "$Q4KM" batch64; done
     # Q4KM_PRICE=0 leaves the sampler-chain price out (about 2 minutes).

@@ -107,8 +107,12 @@ int run(double copy_gbps) {
 
   std::printf("GGUF CUDA matvec, bf16 activations, CUDA graph of calls (copy ceiling %.0f GB/s read+write)\n",
               copy_gbps);
-  std::printf("%-6s %-16s %2s %9s %9s %8s  %9s %8s\n", "type", "[N x K]", "M", "us", "GB/s", "of copy",
-              "+quant us", "of copy");
+  int sm_count = 1;
+  cuda_ok(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0), "SM count");
+  // "+quant": a quantization kernel, then the matvec; "in-CTA": m == 1 with
+  // the raw x, which each CTA quantizes itself (what the linear runs).
+  std::printf("%-6s %-16s %2s %9s %9s %8s  %9s %8s  %9s %8s\n", "type", "[N x K]", "M", "us", "GB/s", "of copy",
+              "+quant us", "of copy", "in-CTA us", "of copy");
   for (const Case& c : cases) {
     aph::gguf::DeviceLayout layout{};
     if (!aph::gguf::device_layout(c.type, &layout)) continue;
@@ -123,24 +127,40 @@ int run(double copy_gbps) {
       cuda_ok(cudaMemcpy(d, w[0], bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
       w.push_back(d);
     }
+    aph::gguf::cuda::MatvecX quantized, raw;
+    quantized.q = xq;
+    quantized.d = xd;
+    quantized.s = xs;
+    raw.raw = x;
     const double ms = graph_ms_per_call(stream, std::max(8, 2 * copies), [&](int i) {
-      launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, xq, xd, xs, c.m, nullptr, y,
-                                               true, stream),
+      launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, quantized, c.m, nullptr, y,
+                                               true, sm_count, stream),
                 "matvec");
     });
     // The pair the linear runs: quantize x, then the matvec (overlapping
     // when launched as dependents, core/common/cuda_pdl.cuh).
     const double pair_ms = graph_ms_per_call(stream, std::max(8, 2 * copies), [&](int i) {
       launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, c.m, c.k, xq, xd, xs, stream), "quantize_act");
-      launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, xq, xd, xs, c.m, nullptr, y,
-                                               true, stream),
+      launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, quantized, c.m, nullptr, y,
+                                               true, sm_count, stream),
                 "matvec");
     });
+    double raw_ms = 0;
+    if (c.m == 1 && aph::gguf::cuda::fits_in_cta_quantization(c.k))
+      raw_ms = graph_ms_per_call(stream, std::max(8, 2 * copies), [&](int i) {
+        launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, raw, 1, nullptr, y, true,
+                                                 sm_count, stream),
+                  "matvec (raw x)");
+      });
     char shape[32];
     std::snprintf(shape, sizeof shape, "[%lld x %lld]", static_cast<long long>(c.n), static_cast<long long>(c.k));
-    std::printf("%-6s %-16s %2lld %9.1f %9.0f %7.0f%%  %9.1f %7.0f%%\n", c.type_name, shape,
+    std::printf("%-6s %-16s %2lld %9.1f %9.0f %7.0f%%  %9.1f %7.0f%%", c.type_name, shape,
                 static_cast<long long>(c.m), ms * 1e3, bytes / (ms * 1e6), 100 * bytes / (ms * 1e6) / copy_gbps,
                 pair_ms * 1e3, 100 * bytes / (pair_ms * 1e6) / copy_gbps);
+    if (raw_ms > 0)
+      std::printf("  %9.1f %7.0f%%\n", raw_ms * 1e3, 100 * bytes / (raw_ms * 1e6) / copy_gbps);
+    else
+      std::printf("  %9s %8s\n", "-", "-");
     for (uint8_t* d : w) cudaFree(d);
   }
   const double q_ms = graph_ms_per_call(stream, 100, [&](int) {

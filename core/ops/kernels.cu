@@ -84,6 +84,7 @@ __device__ __forceinline__ void store_normed(const float (&v)[kNormRegs], const 
 template <typename T>
 __global__ void rms_norm_kernel(const T* x, const float* w, float eps, int64_t h, T* out) {
   cuda_pdl::allow_dependents();  // a matvec reads this output next
+  cuda_pdl::wait_for_producer();
   const T* xr = x + blockIdx.x * h;
   T* o = out + blockIdx.x * h;
   if (h <= kNormRegs * static_cast<int64_t>(blockDim.x)) {
@@ -112,6 +113,7 @@ __global__ void rms_norm_kernel(const T* x, const float* w, float eps, int64_t h
 template <typename T>
 __global__ void add_rms_norm_kernel(T* residual, const T* delta, const float* w, float eps, int64_t h, T* out) {
   cuda_pdl::allow_dependents();
+  cuda_pdl::wait_for_producer();
   T* r = residual + blockIdx.x * h;
   const T* d = delta + blockIdx.x * h;
   T* o = out + blockIdx.x * h;
@@ -154,6 +156,8 @@ __global__ void add_rms_norm_kernel(T* residual, const T* delta, const float* w,
 // SM, 10 us of sincosf for 40 heads (H200, Llama-3-8B shape).
 template <typename T>
 __global__ void rope_kernel(RopeLaunch a) {
+  cuda_pdl::allow_dependents();  // the KV cache write reads k and v next
+  cuda_pdl::wait_for_producer();
   const int64_t t = blockIdx.x;
   const int stride = gridDim.y * blockDim.x;
   const int first = blockIdx.y * blockDim.x + threadIdx.x;
@@ -199,6 +203,7 @@ __global__ void rope_kernel(RopeLaunch a) {
 template <typename T>
 __global__ void silu_mul_kernel(const T* gate, const T* up, int64_t in_stride, int64_t n, T* out) {
   cuda_pdl::allow_dependents();
+  cuda_pdl::wait_for_producer();
   const int64_t r = blockIdx.y;
   for (int64_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float g = to_f(gate[r * in_stride + j]);
@@ -349,8 +354,8 @@ int rms_norm(const void* x, const float* w, float eps, int64_t m, int64_t h, voi
   if (m == 0) return 0;
   return dispatch(dtype, [&](auto t) {
     using T = decltype(t);
-    rms_norm_kernel<T><<<static_cast<unsigned>(m), norm_threads(h), 0, S(stream)>>>(static_cast<const T*>(x), w, eps,
-                                                                                     h, static_cast<T*>(out));
+    cuda_pdl::launch_dependent(rms_norm_kernel<T>, dim3(static_cast<unsigned>(m)), dim3(norm_threads(h)), 0,
+                               S(stream), static_cast<const T*>(x), w, eps, h, static_cast<T*>(out));
   });
 }
 
@@ -359,8 +364,9 @@ int add_rms_norm(void* residual, const void* delta, const float* w, float eps, i
   if (m == 0) return 0;
   return dispatch(dtype, [&](auto t) {
     using T = decltype(t);
-    add_rms_norm_kernel<T><<<static_cast<unsigned>(m), norm_threads(h), 0, S(stream)>>>(
-        static_cast<T*>(residual), static_cast<const T*>(delta), w, eps, h, static_cast<T*>(out));
+    cuda_pdl::launch_dependent(add_rms_norm_kernel<T>, dim3(static_cast<unsigned>(m)), dim3(norm_threads(h)), 0,
+                               S(stream), static_cast<T*>(residual), static_cast<const T*>(delta), w, eps, h,
+                               static_cast<T*>(out));
   });
 }
 
@@ -372,7 +378,7 @@ int rope_qkv(const RopeLaunch& args, void* stream) {
     // fills 20 blocks.
     const int items = (args.num_heads + args.num_kv_heads) * (args.rotary_dim / 2);
     const dim3 grid(static_cast<unsigned>(args.tokens), static_cast<unsigned>(std::max(1, (items + 127) / 128)));
-    rope_kernel<T><<<grid, 128, 0, S(stream)>>>(args);
+    cuda_pdl::launch_dependent(rope_kernel<T>, grid, dim3(128), 0, S(stream), args);
   });
 }
 
@@ -382,8 +388,8 @@ int silu_mul(const void* gate, const void* up, int64_t in_stride, int64_t m, int
   return dispatch(dtype, [&](auto t) {
     using T = decltype(t);
     dim3 grid(static_cast<unsigned>((n + 255) / 256), static_cast<unsigned>(m));
-    silu_mul_kernel<T><<<grid, 256, 0, S(stream)>>>(static_cast<const T*>(gate), static_cast<const T*>(up), in_stride,
-                                                    n, static_cast<T*>(out));
+    cuda_pdl::launch_dependent(silu_mul_kernel<T>, grid, dim3(256), 0, S(stream), static_cast<const T*>(gate),
+                               static_cast<const T*>(up), in_stride, n, static_cast<T*>(out));
   });
 }
 

@@ -88,7 +88,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 template <int HD, typename ActT, typename KvT>
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
-  cuda_pdl::allow_dependents();  // the output projection's weights can start streaming
+  cuda_pdl::allow_dependents();  // the output projection can launch
   using S = DecodeShape<HD, KvT>;
   constexpr int kB = KvTraits<KvT>::kBytes;
   constexpr int kTile = S::kTile;
@@ -127,20 +127,15 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   const int end = min(ctx, begin + per);
   const int n_tiles = (end - begin + kTile - 1) / kTile;
 
-  const ActT* q = static_cast<const ActT*>(p.q);
-  for (int i = tid; i < G * HD; i += kThreads) {
-    const int g = i / HD, d = i % HD;
-    q_s[i] = to_float<ActT>(q[(static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + d]) * p.qk_scale;
-  }
-  if (tid < kGroup) {
-    m_s[tid] = -INFINITY;
-    l_s[tid] = 0.0f;
-  }
-
   const int32_t* table = p.block_tables + static_cast<size_t>(seq) * p.max_blocks_per_seq;
   const size_t slot_stride = static_cast<size_t>(p.num_kv_heads) * S::kRowBytes;
   const size_t head_off = static_cast<size_t>(kvh) * S::kRowBytes;
-  auto issue_tile = [&](int tile, int buf) {
+  auto row_offset = [&](int tok, int chunk) {
+    const int64_t blk = table[tok / p.block_size];
+    return (static_cast<size_t>(blk) * p.block_size + tok % p.block_size) * slot_stride + head_off + chunk * 16;
+  };
+  // Copies the tile's tokens into buffer buf, all but token `skip`.
+  auto issue_tile = [&](int tile, int buf, int skip) {
     uint8_t* ks = kv_smem + 2 * buf * S::kTileBytes;
     uint8_t* vs = ks + S::kTileBytes;
     const int t0 = begin + tile * kTile;
@@ -155,17 +150,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
       const int i = tid + u * kThreads;
       const int tok = t0 + i / S::kRowChunks;
       valid[u] = i < kChunks && tok < end;
-      off[u] = 0;
-      if (valid[u]) {
-        const int64_t blk = table[tok / p.block_size];
-        off[u] = (static_cast<size_t>(blk) * p.block_size + tok % p.block_size) * slot_stride + head_off +
-                 (i % S::kRowChunks) * 16;
-      }
+      off[u] = valid[u] ? row_offset(tok, i % S::kRowChunks) : 0;
     }
 #pragma unroll
     for (int u = 0; u < kPerThread; ++u) {
       const int i = tid + u * kThreads;
-      if (i < kChunks) {
+      if (i < kChunks && t0 + i / S::kRowChunks != skip) {
         const int t = i / S::kRowChunks, c = i % S::kRowChunks;
         cp_async_16(ks + t * S::kRowStride + c * 16, p.k_cache + off[u], valid[u] ? 16 : 0);
         cp_async_16(vs + t * S::kRowStride + c * 16, p.v_cache + off[u], valid[u] ? 16 : 0);
@@ -173,6 +163,37 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     }
     cp_async_commit();
   };
+
+  // Launched as a dependent of the KV write (core/common/cuda_pdl.cuh): the
+  // block table and every cached token but this step's (ctx - 1, which that
+  // write stores) were complete before this step's first kernel, so the
+  // first tile streams in while the write and the rope before it finish.
+  // q and the newest row are read only after the wait.
+  const int fresh = ctx - 1;
+  const bool fresh_in_first = n_tiles > 0 && fresh >= begin && fresh < min(end, begin + kTile);
+  if (n_tiles > 0) issue_tile(0, 0, fresh);
+  cuda_pdl::wait_for_producer();
+  if (fresh_in_first) {
+    uint8_t* ks = kv_smem;
+    uint8_t* vs = ks + S::kTileBytes;
+    const int t = fresh - begin;
+    for (int c = tid; c < S::kRowChunks; c += kThreads) {
+      const size_t off = row_offset(fresh, c);
+      cp_async_16(ks + t * S::kRowStride + c * 16, p.k_cache + off, 16);
+      cp_async_16(vs + t * S::kRowStride + c * 16, p.v_cache + off, 16);
+    }
+    cp_async_commit();
+  }
+
+  const ActT* q = static_cast<const ActT*>(p.q);
+  for (int i = tid; i < G * HD; i += kThreads) {
+    const int g = i / HD, d = i % HD;
+    q_s[i] = to_float<ActT>(q[(static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + d]) * p.qk_scale;
+  }
+  if (tid < kGroup) {
+    m_s[tid] = -INFINITY;
+    l_s[tid] = 0.0f;
+  }
 
   float acc[kGroup][8];
 #pragma unroll
@@ -185,12 +206,11 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   const bool pv_active = pv_slice < S::kPvSlices;
   const int warp = tid / 32, lane = tid % 32;
 
-  if (n_tiles > 0) issue_tile(0, 0);
   __syncthreads();
   for (int it = 0; it < n_tiles; ++it) {
     const int buf = it & 1;
     if (it + 1 < n_tiles) {
-      issue_tile(it + 1, buf ^ 1);
+      issue_tile(it + 1, buf ^ 1, -1);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
@@ -350,27 +370,42 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     if (lane == 0) inv_s[g] = total > 0.0f ? 1.0f / total : 0.0f;
   }
   __syncthreads();
-  // Weighted sum of the partials. Each load is an L2 round trip, so they are
-  // issued kBatch at a time into registers before any FMA uses them (the old
-  // `if (w > 0) o = fmaf(w, load, o)` chain waited on L2 once per split).
-  // Loading unconditionally is safe: every split < eff wrote finite partials
-  // (0 when its range was empty, with weight 0). Only the tail of the last
-  // batch is predicated off, so no slot >= eff is read.
+  // Weighted sum of the partials. Each load is an L2 round trip, so a
+  // thread takes 4 consecutive dims of a head as float4 loads and issues
+  // kBatch splits of them into registers before any FMA uses them: 128
+  // threads cover a Llama group (4 heads x 128 dims) in one pass, and 64
+  // splits (8k context) are 8 round trips, not the 32 of scalar loads. Loading
+  // unconditionally is safe: every split < eff wrote finite partials (0 when
+  // its range was empty, with weight 0). Only the tail of the last batch is
+  // predicated off, so no slot >= eff is read.
   constexpr int kBatch = 8;
-  for (int i = tid; i < G * HD; i += kThreads) {
-    const int g = i / HD, d = i % HD;
+  constexpr int kQuads = HD / 4;
+  for (int i = tid; i < G * kQuads; i += kThreads) {
+    const int g = i / kQuads, d4 = i % kQuads;
     const size_t base = (static_cast<size_t>(seq) * p.num_heads + h0 + g) * p.splits;
-    const float* src = p.ws_out + base * HD + d;
+    const float4* src = reinterpret_cast<const float4*>(p.ws_out + base * HD) + d4;
     const float* w_g = w_s + g * kDecodeMaxSplits;
-    float o = 0.0f;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int sp = 0; sp < eff; sp += kBatch) {
-      float v[kBatch];
+      float4 v[kBatch];
 #pragma unroll
-      for (int j = 0; j < kBatch; ++j) v[j] = sp + j < eff ? __ldcg(src + static_cast<size_t>(sp + j) * HD) : 0.0f;
+      for (int j = 0; j < kBatch; ++j)
+        v[j] = sp + j < eff ? __ldcg(src + static_cast<size_t>(sp + j) * kQuads) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-      for (int j = 0; j < kBatch; ++j) o = fmaf(sp + j < eff ? w_g[sp + j] : 0.0f, v[j], o);
+      for (int j = 0; j < kBatch; ++j) {
+        const float w = sp + j < eff ? w_g[sp + j] : 0.0f;
+        o.x = fmaf(w, v[j].x, o.x);
+        o.y = fmaf(w, v[j].y, o.y);
+        o.z = fmaf(w, v[j].z, o.z);
+        o.w = fmaf(w, v[j].w, o.w);
+      }
     }
-    out[(static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + d] = from_float<ActT>(o * inv_s[g]);
+    const float inv = inv_s[g];
+    ActT* dst = out + (static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + 4 * d4;
+    dst[0] = from_float<ActT>(o.x * inv);
+    dst[1] = from_float<ActT>(o.y * inv);
+    dst[2] = from_float<ActT>(o.z * inv);
+    dst[3] = from_float<ActT>(o.w * inv);
   }
 }
 
@@ -407,8 +442,7 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
-  kernel<<<grid, kThreads, smem, stream>>>(p);
-  return cudaGetLastError();
+  return cuda_pdl::launch_dependent(kernel, grid, dim3(kThreads), smem, stream, p);
 }
 
 template <typename ActT, typename KvT>

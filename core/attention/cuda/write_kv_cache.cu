@@ -1,9 +1,11 @@
 // Stores this step's K/V into the paged cache: one thread per 8 elements
-// (a 16-byte load of f16/bf16 activations).
+// (a 16-byte load of f16/bf16 activations). Launched as a dependent
+// (core/common/cuda_pdl.cuh): its launch overlaps the rope before it.
 #include <type_traits>
 
 #include "core/attention/cuda/attention_kernels.h"
 #include "core/attention/cuda/kv_types.cuh"
+#include "core/common/cuda_pdl.cuh"
 
 namespace aph::attention::cuda {
 namespace {
@@ -38,6 +40,8 @@ __global__ void write_kv_cache_kernel(const ActT* __restrict__ k, const ActT* __
                                       int32_t row_chunks, int64_t total_slots, float k_scale,
                                       float v_scale, int32_t* __restrict__ counters,
                                       int64_t n_counters) {
+  cuda_pdl::allow_dependents();  // the decode kernel after it
+  cuda_pdl::wait_for_producer();
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   // The decode kernel that follows on the stream counts finished splits here.
   for (int64_t j = i; j < n_counters; j += static_cast<int64_t>(gridDim.x) * blockDim.x) counters[j] = 0;
@@ -76,11 +80,11 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int32_t* counters, int64_t
   const int threads = 256;
   const int64_t blocks = (n_chunks + threads - 1) / threads;
   const int64_t total_slots = static_cast<int64_t>(a.layout.num_blocks) * a.layout.block_size;
-  write_kv_cache_kernel<ActT, KvT><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(
-      static_cast<const ActT*>(a.k), static_cast<const ActT*>(a.v),
-      static_cast<uint8_t*>(a.k_cache), static_cast<uint8_t*>(a.v_cache), a.slot_mapping, n_chunks,
-      row_chunks, total_slots, a.k_scale, a.v_scale, counters, n_counters);
-  return cudaGetLastError();
+  return cuda_pdl::launch_dependent(write_kv_cache_kernel<ActT, KvT>, dim3(static_cast<unsigned>(blocks)),
+                                    dim3(threads), 0, stream, static_cast<const ActT*>(a.k),
+                                    static_cast<const ActT*>(a.v), static_cast<uint8_t*>(a.k_cache),
+                                    static_cast<uint8_t*>(a.v_cache), a.slot_mapping, n_chunks, row_chunks,
+                                    total_slots, a.k_scale, a.v_scale, counters, n_counters);
 }
 
 template <typename ActT>

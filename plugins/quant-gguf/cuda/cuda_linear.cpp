@@ -58,6 +58,17 @@ bool tile_gemm_enabled() {
   return on;
 }
 
+// At batch 1 each matvec CTA quantizes x itself (MatvecX::raw) instead of
+// reading a copy a quantization kernel made; APH_GGUF_CTA_QUANT=0 launches
+// that kernel again (to measure what the fusion gains).
+bool cta_quantization_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("APH_GGUF_CTA_QUANT");
+    return !(env && std::string(env) == "0");
+  }();
+  return on;
+}
+
 uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
 
 // Activation scratch for m rows of k: int8 codes, scales per 32, sums per 16,
@@ -256,7 +267,9 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
       ++i;
       continue;
     }
-    if (!quantized_by || quantized_by->k_ != l.k_ || quantized_by->bf16_ != l.bf16_) {
+    const bool raw = m == 1 && cta_quantization_enabled() && cuda::fits_in_cta_quantization(l.k_) &&
+                     reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    if (!raw && (!quantized_by || quantized_by->k_ != l.k_ || quantized_by->bf16_ != l.bf16_)) {
       l.quantize_x(x, m, stream);
       quantized_by = &l;
     }
@@ -268,8 +281,6 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
       ++end;
     const ActLayout a = act_layout(m, l.k_);
     auto* xq = static_cast<int8_t*>(l.state_.cuda->act_scratch());
-    auto* xd = reinterpret_cast<float*>(xq + a.xd);
-    auto* xs = reinterpret_cast<float*>(xq + a.xs);
     for (int64_t r = 0; r < m; r += 8) {
       cuda::MatvecTarget targets[cuda::kMaxMatvecTargets];
       for (size_t j = i; j < end; ++j) {
@@ -277,9 +288,17 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
         targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_,
                           static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2};
       }
-      check_cuda(cuda::launch_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_,
-                                                xq + r * l.k_, xd + r * (l.k_ / 32), xs + r * (l.k_ / 16),
-                                                std::min<int64_t>(8, m - r), l.bf16_, stream),
+      cuda::MatvecX xr;
+      if (raw) {
+        xr.raw = x;
+      } else {
+        xr.q = xq + r * l.k_;
+        xr.d = reinterpret_cast<const float*>(xq + a.xd) + r * (l.k_ / 32);
+        xr.s = reinterpret_cast<const float*>(xq + a.xs) + r * (l.k_ / 16);
+      }
+      check_cuda(cuda::launch_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_, xr,
+                                           std::min<int64_t>(8, m - r), l.bf16_, l.state_.cuda->sm_count(),
+                                           stream),
                  "linear " + l.name_ + " (with the " + std::to_string(end - i - 1) + " after it)");
     }
     i = end;

@@ -13,6 +13,7 @@
 #include "plugins/quant-gguf/cuda/kernels.hpp"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
 #include "plugins/quant-gguf/cuda/matvec_targets.cuh"
+#include "plugins/quant-gguf/cuda/quantize_x.cuh"
 
 namespace aph::gguf::cuda {
 
@@ -24,26 +25,9 @@ template <typename T>
 __global__ void quantize_act_kernel(const T* x, int64_t nblocks, int8_t* xq, float* xd, float* xs) {
   cuda_pdl::allow_dependents();
   cuda_pdl::wait_for_producer();
-  const int64_t blk = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (blk >= nblocks) return;  // uniform per warp
-  float v = to_float(x[blk * 32 + lane]);
-  float amax = fabsf(v);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float d = amax / 127.0f;
-  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-  int q = __float2int_rn(v * inv);
-  xq[blk * 32 + lane] = static_cast<int8_t>(q);
-  int s = q;
-#pragma unroll
-  for (int o = 8; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  if (lane == 0) {
-    xd[blk] = d;
-    xs[2 * blk] = d * static_cast<float>(s);
-  } else if (lane == 16) {
-    xs[2 * blk + 1] = d * static_cast<float>(s);
-  }
+  const int64_t blk = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (blk >= nblocks) return;
+  quantize_block32(x + 32 * blk, xq + 32 * blk, xd + blk, xs + 2 * blk);
 }
 
 constexpr int kWarpsPerBlock = 4;
@@ -52,20 +36,13 @@ constexpr int kWarpsPerBlock = 4;
 // only 4 chunks per lane, so the whole row is requested at once.
 constexpr int kMatvecDepth = 4;
 
-// One warp per output row; lanes stride over the row's 32-element chunks.
-// MT is the batch capacity (1 or 8); m <= MT rows of x are live.
+// Row `row` of target t by one warp (all lanes call: warp shuffles).
 template <int TYPE, int MT, typename T>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    matvec_kernel(const MatvecTargets targets, int64_t k, const int8_t* __restrict__ xq,
-                  const float* __restrict__ xd, const float* __restrict__ xs, int m) {
+__device__ __forceinline__ void matvec_row(const MatvecTarget& t, int64_t row, int64_t k, const int8_t* xq,
+                                           const float* xd, const float* xs, int m) {
   using D = Decoder<TYPE>;
-  cuda_pdl::wait_for_producer();  // launched as a dependent: only the launch overlaps
-  int64_t cta = 0;
-  const MatvecTarget& t = target_of(targets, &cta);
   const int64_t n = t.n;
   const int lane = threadIdx.x % 32;
-  const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
-  if (row >= n) return;
   constexpr int kChunksPerBlock = D::kBlock / 32;
   const int64_t chunks = k / 32;
   const int64_t nb = k / D::kBlock;
@@ -90,7 +67,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       for (int i = 0; i < MT; ++i) {
         if (i < m) {
           const int4* xv = reinterpret_cast<const int4*>(xq + i * k + c * 32);
-          const int4 x0 = __ldg(xv), x1 = __ldg(xv + 1);
+          const int4 x0 = xv[0], x1 = xv[1];  // global or shared: no __ldg
           int s0 = __dp4a(ch[u].q[0], x0.x, 0);
           s0 = __dp4a(ch[u].q[1], x0.y, s0);
           s0 = __dp4a(ch[u].q[2], x0.z, s0);
@@ -99,8 +76,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
           s1 = __dp4a(ch[u].q[5], x1.y, s1);
           s1 = __dp4a(ch[u].q[6], x1.z, s1);
           s1 = __dp4a(ch[u].q[7], x1.w, s1);
-          const float d = __ldg(xd + i * chunks + c);
-          const float2 sx = __ldg(reinterpret_cast<const float2*>(xs + i * 2 * chunks + 2 * c));
+          const float d = xd[i * chunks + c];
+          const float2 sx = *reinterpret_cast<const float2*>(xs + i * 2 * chunks + 2 * c);
           acc[i] += d * (ch[u].a[0] * static_cast<float>(s0) + ch[u].a[1] * static_cast<float>(s1)) +
                     ch[u].b[0] * sx.x + ch[u].b[1] * sx.y;
         }
@@ -113,6 +90,37 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       float v = warp_sum(acc[i]);
       if (lane == 0) static_cast<T*>(t.y)[i * n + row] = from_float<T>(v + (t.bias ? t.bias[row] : 0.0f));
     }
+  }
+}
+
+// One warp per output row; lanes stride over the row's 32-element chunks.
+// MT is the batch capacity (1 or 8); m <= MT rows of x are live. kRaw
+// (m == 1): every CTA quantizes the raw x into shared memory first and loops
+// over work items of kWarpsPerBlock rows (grid = resident CTAs).
+template <int TYPE, int MT, bool kRaw, typename T>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    matvec_kernel(const MatvecTargets targets, int64_t k, const MatvecX x, int m) {
+  static_assert(!kRaw || MT == 1, "raw x is one row");
+  cuda_pdl::wait_for_producer();  // launched as a dependent: only the launch overlaps
+  const int8_t* xq = x.q;
+  const float* xd = x.d;
+  const float* xs = x.s;
+  if constexpr (kRaw) {
+    // One wave (resident_grid): every CTA is placed before the trigger
+    // completes, so the next kernel's CTAs parked early delay none of ours.
+    cuda_pdl::allow_dependents();
+    extern __shared__ __align__(16) uint8_t smem[];
+    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), k, smem);
+    xq = sx.q;
+    xd = sx.d;
+    xs = sx.s;
+  }
+  const unsigned items = targets.first_cta[targets.count];
+  for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
+    int64_t cta = 0;
+    const MatvecTarget& t = target_at(targets, v, &cta);
+    const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
+    if (row < t.n) matvec_row<TYPE, MT, T>(t, row, k, xq, xd, xs, m);
   }
 }
 
@@ -191,21 +199,26 @@ unsigned grid_for(int64_t work, int threads) {
 }
 
 template <typename T>
-int matvec_typed(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const int8_t* xq,
-                 const float* xd, const float* xs, int64_t m, cudaStream_t s) {
+int matvec_typed(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const MatvecX& x,
+                 int64_t m, int sm_count, cudaStream_t s) {
   cudaError_t rc = cudaSuccess;
   const MatvecTargets ts = plan_targets(targets, count, kWarpsPerBlock);
+  const unsigned items = ts.first_cta[count];
+  const dim3 block(kWarpsPerBlock * 32);
   bool ok = dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
     if constexpr (has_fast_matvec(kType)) {
       rc = cudaErrorInvalidValue;  // launch_matvec_multi sends these to matvec_fast.cu
+    } else if (x.raw) {
+      const auto kernel = matvec_kernel<kType, 1, true, T>;
+      const size_t smem = static_cast<size_t>(smem_x_bytes(k));
+      const dim3 grid(resident_grid(kernel, kWarpsPerBlock * 32, smem, sm_count, items));
+      rc = cuda_pdl::launch_dependent(kernel, grid, block, smem, s, ts, k, x, 1);
+    } else if (m == 1) {
+      rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 1, false, T>, dim3(items), block, 0, s, ts, k, x, 1);
     } else {
-      const dim3 grid(ts.first_cta[count]), block(kWarpsPerBlock * 32);
-      if (m == 1)
-        rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 1, T>, grid, block, 0, s, ts, k, xq, xd, xs, 1);
-      else
-        rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 8, T>, grid, block, 0, s, ts, k, xq, xd, xs,
-                                        static_cast<int>(m));
+      rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 8, false, T>, dim3(items), block, 0, s, ts, k, x,
+                                      static_cast<int>(m));
     }
   });
   if (!ok) return static_cast<int>(cudaErrorInvalidValue);
@@ -232,8 +245,8 @@ bool has_kernels(uint32_t type) {
 int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
                         float* xs, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
-  const int64_t nblocks = m * k / 32;
-  const dim3 grid(grid_for(nblocks * 32, 256)), block(256);
+  const int64_t nblocks = m * k / 32;  // a thread each
+  const dim3 grid(grid_for(nblocks, 128)), block(128);
   if (bf16)
     return static_cast<int>(cuda_pdl::launch_dependent(quantize_act_kernel<__nv_bfloat16>, grid,
                                                        block, 0, s,
@@ -244,22 +257,32 @@ int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* 
                                                      xd, xs));
 }
 
-int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const int8_t* xq,
-                        const float* xd, const float* xs, int64_t m, bool bf16, void* stream) {
+// Every CTA of the raw-x form repeats the whole row's quantization, so it
+// pays only for short rows. H200, one matvec in a CUDA graph
+// (aph_bench_gguf_matvec), quantization kernel + matvec against raw x:
+// Q4_1 576x576 3.5 -> 2.5 us, 576x1536 4.3 -> 3.1 us (and the 135M model's
+// decode 955 -> 1108 tok/s), but Q4_K 4096x4096 5.9 -> 6.7 us and
+// 4096x14336 12.8 -> 19.4 us (the 8B's decode 365 -> 273 tok/s).
+constexpr int64_t kCtaQuantizationMaxK = 2048;
+bool fits_in_cta_quantization(int64_t k) { return k % 32 == 0 && k <= kCtaQuantizationMaxK; }
+
+int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const MatvecX& x,
+                        int64_t m, bool bf16, int sm_count, void* stream) {
   if (m < 1 || m > 8 || count < 1 || count > kMaxMatvecTargets) return static_cast<int>(cudaErrorInvalidValue);
+  if (x.raw && (m != 1 || !fits_in_cta_quantization(k) || reinterpret_cast<uintptr_t>(x.raw) % 16 != 0))
+    return static_cast<int>(cudaErrorInvalidValue);
   for (int i = 0; i < count; ++i)
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
-  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, xq, xd, xs, m, bf16, stream);
+  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, sm_count, stream);
   auto s = static_cast<cudaStream_t>(stream);
-  if (bf16) return matvec_typed<__nv_bfloat16>(type, targets, count, k, xq, xd, xs, m, s);
-  return matvec_typed<__half>(type, targets, count, k, xq, xd, xs, m, s);
+  if (bf16) return matvec_typed<__nv_bfloat16>(type, targets, count, k, x, m, sm_count, s);
+  return matvec_typed<__half>(type, targets, count, k, x, m, sm_count, s);
 }
 
-int launch_matvec(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
-                  const float* xd, const float* xs, int64_t m, const float* bias, void* y, bool bf16,
-                  void* stream) {
+int launch_matvec(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const MatvecX& x, int64_t m,
+                  const float* bias, void* y, bool bf16, int sm_count, void* stream) {
   const MatvecTarget target{w, n, bias, y};
-  return launch_matvec_multi(type, &target, 1, k, xq, xd, xs, m, bf16, stream);
+  return launch_matvec_multi(type, &target, 1, k, x, m, bf16, sm_count, stream);
 }
 
 int launch_dequant_rows(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const int32_t* rows,

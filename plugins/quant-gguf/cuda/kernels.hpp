@@ -15,11 +15,6 @@ bool has_kernels(uint32_t ggml_type);
 int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
                         float* xs, void* stream);
 
-// y[m, n] = W · x (+ bias) for m <= 8, reading W once.
-int launch_matvec(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const int8_t* xq,
-                  const float* xd, const float* xs, int64_t m, const float* bias, void* y, bool bf16,
-                  void* stream);
-
 // One weight matrix of a multi-target matvec: y[m, n] = x · Wᵀ (+ bias).
 struct MatvecTarget {
   const uint8_t* w;
@@ -29,12 +24,28 @@ struct MatvecTarget {
 };
 constexpr int kMaxMatvecTargets = 4;
 
+// The x a matvec reads: either quantized by launch_quantize_act (q, d, s),
+// or, for m == 1, the F16/BF16 row itself (raw), which every CTA quantizes
+// into its shared memory: no quantization launch and no wait for one before
+// the weights stream. Raw needs 16-byte alignment and a short row
+// (fits_in_cta_quantization(k): every CTA repeats the quantization).
+struct MatvecX {
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const float* s = nullptr;
+  const void* raw = nullptr;
+};
+bool fits_in_cta_quantization(int64_t k);
+
 // Up to kMaxMatvecTargets matrices of one type and one k that read the same
-// quantized x, in one launch (q/k/v, gate and up: launches and grid tails
-// fewer), m <= 8.
+// x, in one launch (q/k/v, gate and up: launches and grid tails fewer),
+// m <= 8. sm_count sizes the grid of the raw-x form.
 int launch_matvec_multi(uint32_t ggml_type, const MatvecTarget* targets, int count, int64_t k,
-                        const int8_t* xq, const float* xd, const float* xs, int64_t m, bool bf16,
-                        void* stream);
+                        const MatvecX& x, int64_t m, bool bf16, int sm_count, void* stream);
+
+// y[m, n] = W · x (+ bias) for m <= 8, reading W once.
+int launch_matvec(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const MatvecX& x,
+                  int64_t m, const float* bias, void* y, bool bf16, int sm_count, void* stream);
 
 // out[i, :] = W[rows[i], :] for i < m (rows == nullptr: row i), as F16/BF16.
 // Ids outside [0, n) produce zero rows and set *bad_id (device int) to 1.

@@ -8,7 +8,9 @@
 // between the warps of a CTA gained nothing).
 //
 // Launched as a dependent (core/common/cuda_pdl.cuh), so that its launch
-// overlaps the activation quantization before it.
+// overlaps the kernel before it. At batch 1 it takes x unquantized and each
+// CTA quantizes it into shared memory (quantize_x.cuh): one launch and one
+// dependency wait fewer per matvec than a separate quantization kernel.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -19,6 +21,7 @@
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
 #include "plugins/quant-gguf/cuda/matvec_targets.cuh"
+#include "plugins/quant-gguf/cuda/quantize_x.cuh"
 #include "plugins/quant-gguf/cuda/vecdot.cuh"
 
 namespace aph::gguf::cuda {
@@ -92,56 +95,80 @@ __device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_
   for (int r = 0; r < R; ++r) wrow[r] = w + min(row0 + r, n - 1) * P::row_bytes(nb);
 }
 
-// y = W · x for the m <= MT activation rows that quantize_act_kernel wrote
-// (xq, xd, xs), for each target over its range of CTAs. m == 1: P::kMinCtas
-// CTAs per SM bound the registers (what measured best per type); m > 1: at
-// most 128 registers (4 CTAs per SM) rather than every activation row's
-// loads hoisted at once.
-template <class P, int MT, int R, typename T>
+// y = W · x for the m <= MT activation rows, for each target over its range
+// of work items (kWarps * R rows each). kRaw (m == 1): the CTA first
+// quantizes the raw F16/BF16 x into shared memory and then loops over work
+// items (grid = resident CTAs); otherwise x was quantized by
+// quantize_act_kernel and a CTA takes one item. m == 1: P::kMinCtas CTAs per
+// SM bound the registers (what measured best per type); m > 1: at most 128
+// registers (4 CTAs per SM) rather than every activation row's loads hoisted
+// at once.
+template <class P, int MT, int R, bool kRaw, typename T>
 __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
-    matvec_kernel(const MatvecTargets targets, int64_t nb, const int8_t* __restrict__ xq,
-                  const float* __restrict__ xd, const float* __restrict__ xs, int m) {
-  int64_t cta = 0;
-  const MatvecTarget& t = target_of(targets, &cta);
-  const int64_t n = t.n;
+    matvec_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int m) {
+  static_assert(!kRaw || MT == 1, "raw x is one row");
   constexpr int kPerStep = 32 / P::kLanes;
   const int lane = threadIdx.x % 32;
   const int slot = lane / P::kLanes, part = lane % P::kLanes;
-  const int64_t row0 = (cta * kWarps + threadIdx.x / 32) * R;
-  if (row0 >= n) return;  // the whole warp; it touches nothing
-  // Launched as a dependent: this CTA may start while the quantization
-  // before it runs, but reads nothing before it has finished. (Loading or
-  // prefetching the first weights before this wait measured slower on the
-  // H200: more registers in the loop, more L2 requests.) No
-  // allow_dependents(): CTAs of the next kernel parked on the SMs early made
-  // this grid's last CTAs start late.
+  // Launched as a dependent: this CTA may start while the kernel before it
+  // runs, but reads nothing before it has finished. (Loading or prefetching
+  // the first weights before this wait measured slower on the H200: more
+  // registers in the loop, more L2 requests.) No allow_dependents() for a
+  // grid of many waves: CTAs of the next kernel parked on the SMs early made
+  // its last CTAs start late.
   cuda_pdl::wait_for_producer();
-  const uint8_t* wrow[R];
-  row_pointers<P, R>(t.w, n, nb, row0, wrow);
-
-  float acc[R][MT] = {};
-  for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
-    const int64_t blk = b0 + slot;
-    if (blk < nb) {  // this lane only: no shuffles inside the loop
-      typename P::W wv[R];
-      load_step<P, R>(wrow, nb, blk, part, wv);
-      step<P, MT, R>(wv, blk, part, xq, xd, xs, 256 * nb, m, acc);
-    }
+  const int8_t* xq = x.q;
+  const float* xd = x.d;
+  const float* xs = x.s;
+  if constexpr (kRaw) {
+    // One wave (resident_grid): every CTA is placed before the trigger
+    // completes, so the next kernel's CTAs parked early delay none of ours.
+    cuda_pdl::allow_dependents();
+    extern __shared__ __align__(16) uint8_t smem[];
+    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), 256 * nb, smem);
+    xq = sx.q;
+    xd = sx.d;
+    xs = sx.s;
   }
-  store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
+  const unsigned items = targets.first_cta[targets.count];
+  for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
+    int64_t cta = 0;
+    const MatvecTarget& t = target_at(targets, v, &cta);
+    const int64_t n = t.n;
+    const int64_t row0 = (cta * kWarps + threadIdx.x / 32) * R;
+    if (row0 >= n) continue;  // the whole warp; no barriers below
+    const uint8_t* wrow[R];
+    row_pointers<P, R>(t.w, n, nb, row0, wrow);
+
+    float acc[R][MT] = {};
+    for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
+      const int64_t blk = b0 + slot;
+      if (blk < nb) {  // this lane only: no shuffles inside the loop
+        typename P::W wv[R];
+        load_step<P, R>(wrow, nb, blk, part, wv);
+        step<P, MT, R>(wv, blk, part, xq, xd, xs, 256 * nb, m, acc);
+      }
+    }
+    store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
+  }
 }
 
 template <class P, typename T>
-cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const int8_t* xq,
-                         const float* xd, const float* xs, int m, cudaStream_t s) {
+cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m,
+                         int sm_count, cudaStream_t s) {
   constexpr int R = kRowsPerWarp;
   const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
-  const dim3 grid(ts.first_cta[count]), block(kWarps * 32);
-  if (m > 1)
-    return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, xq, xd,
-                                      xs, m);
-  return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, ts, nb, xq, xd,
-                                    xs, 1);
+  const unsigned items = ts.first_cta[count];
+  const dim3 block(kWarps * 32);
+  if (x.raw) {
+    const auto kernel = matvec_kernel<P, 1, R, true, T>;
+    const size_t smem = static_cast<size_t>(smem_x_bytes(256 * nb));
+    const dim3 grid(resident_grid(kernel, kWarps * 32, smem, sm_count, items));
+    return cuda_pdl::launch_dependent(kernel, grid, block, smem, s, ts, nb, x, 1);
+  }
+  const dim3 grid(items);
+  if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, false, T>, grid, block, 0, s, ts, nb, x, m);
+  return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, false, T>, grid, block, 0, s, ts, nb, x, 1);
 }
 
 // Calls f(P{}) for a type with has_fast_matvec.
@@ -165,8 +192,7 @@ void dispatch_fast(uint32_t type, F&& f) {
 }  // namespace
 
 int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k,
-                             const int8_t* xq, const float* xd, const float* xs, int64_t m, bool bf16,
-                             void* stream) {
+                             const MatvecX& x, int64_t m, bool bf16, int sm_count, void* stream) {
   if (k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);  // m, count, n: checked by the caller
   auto s = static_cast<cudaStream_t>(stream);
   const int mi = static_cast<int>(m);
@@ -174,9 +200,9 @@ int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int cou
   dispatch_fast(type, [&](auto p) {
     using P = decltype(p);
     if (bf16)
-      rc = launch_typed<P, __nv_bfloat16>(targets, count, k / 256, xq, xd, xs, mi, s);
+      rc = launch_typed<P, __nv_bfloat16>(targets, count, k / 256, x, mi, sm_count, s);
     else
-      rc = launch_typed<P, __half>(targets, count, k / 256, xq, xd, xs, mi, s);
+      rc = launch_typed<P, __half>(targets, count, k / 256, x, mi, sm_count, s);
   });
   return static_cast<int>(rc);
 }

@@ -13,6 +13,8 @@
 #include "core/common/half.hpp"
 #include "plugins/quant-gguf/container/ggml_types.hpp"
 #include "plugins/quant-gguf/cpu/dequant.hpp"
+#include "plugins/quant-gguf/cuda/device_layout.hpp"
+#include "plugins/quant-gguf/cuda/kernels.hpp"
 #include "plugins/quant-gguf/linear.hpp"
 #include "plugins/quant-gguf/plugin_state.hpp"
 #include "tests/gpu/gguf/cuda_host.hpp"
@@ -364,5 +366,70 @@ TEST_F(GgufCudaPlain, SharedForwardEqualsSeparate) {
       cudaFree(single_y[i]);
     }
     cudaFree(xd);
+  }
+}
+
+// At m == 1 the matvec takes x unquantized and every CTA quantizes it into
+// shared memory (MatvecX::raw). Its outputs equal, bit for bit, those of the
+// same matvec reading the copy the quantization kernel writes: same codes,
+// same arithmetic. Two targets with enough rows that a CTA loops over
+// several work items (more items than resident CTAs), and a k of 7 blocks.
+TEST_P(GgufCuda, CtaQuantizationEqualsQuantizeKernel) {
+  const auto [type, bf16] = GetParam();
+  DeviceLayout layout{};
+  if (type == kF32 || type == kF16 || type == kBF16 || !device_layout(type, &layout)) GTEST_SKIP() << "float weights";
+  int sm_count = 1;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  for (const int64_t k : {int64_t{256}, int64_t{1792}}) {
+    const int64_t ns[2] = {k == 256 ? 9000 : 37, 301};
+    uint8_t* w[2] = {};
+    uint16_t* y[2][2] = {};  // [target][quantize kernel, raw]
+    for (int t = 0; t < 2; ++t) {
+      const auto host = test_data::random_rows(type, ns[t], k, 11 + type + static_cast<uint32_t>(t));
+      std::vector<uint8_t> packed(ns[t] * device_row_bytes(layout, k / layout.block_elems));
+      repack_rows(layout, host.data(), ns[t], k / layout.block_elems, packed.data());
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&w[t]), packed.size()), cudaSuccess);
+      cudaMemcpy(w[t], packed.data(), packed.size(), cudaMemcpyHostToDevice);
+      for (auto& out : y[t]) {
+        ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), ns[t] * 2), cudaSuccess);
+        cudaMemset(out, 0xFF, ns[t] * 2);
+      }
+    }
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<uint16_t> xh(k);
+    for (auto& v : xh) v = to_act(normal(rng), bf16);
+    xh[5] = to_act(0.0f, bf16);
+    void* x = nullptr;
+    int8_t* xq = nullptr;
+    float* xf = nullptr;
+    ASSERT_EQ(cudaMalloc(&x, k * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&xq), k), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&xf), (k / 32 + k / 16) * 4), cudaSuccess);
+    cudaMemcpy(x, xh.data(), k * 2, cudaMemcpyHostToDevice);
+    cuda::MatvecX quantized, raw;
+    quantized.q = xq;
+    quantized.d = xf;
+    quantized.s = xf + k / 32;
+    raw.raw = x;
+    ASSERT_EQ(cuda::launch_quantize_act(x, bf16, 1, k, xq, xf, xf + k / 32, stream_), 0);
+    for (int form = 0; form < 2; ++form) {
+      const cuda::MatvecTarget targets[2] = {{w[0], ns[0], nullptr, y[0][form]}, {w[1], ns[1], nullptr, y[1][form]}};
+      ASSERT_EQ(cuda::launch_matvec_multi(type, targets, 2, k, form ? raw : quantized, 1, bf16, sm_count, stream_), 0)
+          << type_traits(type)->name << " k=" << k << (form ? " raw" : " quantized");
+    }
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    for (int t = 0; t < 2; ++t) {
+      std::vector<uint16_t> a(ns[t]), b(ns[t]);
+      cudaMemcpy(a.data(), y[t][0], ns[t] * 2, cudaMemcpyDeviceToHost);
+      cudaMemcpy(b.data(), y[t][1], ns[t] * 2, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(a, b) << type_traits(type)->name << (bf16 ? " bf16" : " f16") << " k=" << k << " target " << t;
+      cudaFree(w[t]);
+      cudaFree(y[t][0]);
+      cudaFree(y[t][1]);
+    }
+    cudaFree(x);
+    cudaFree(xq);
+    cudaFree(xf);
   }
 }

@@ -146,7 +146,7 @@ int run(double copy_gbps) {
                 "matvec");
     });
     double raw_ms = 0;
-    if (c.m == 1 && aph::gguf::cuda::fits_in_cta_quantization(c.k))
+    if (c.m == 1 && aph::gguf::cuda::fits_in_cta_quantization(c.type, c.k))
       raw_ms = graph_ms_per_call(stream, std::max(8, 2 * copies), [&](int i) {
         launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, raw, 1, nullptr, y, true,
                                                  sm_count, stream),

@@ -267,7 +267,7 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
       ++i;
       continue;
     }
-    const bool raw = m == 1 && cta_quantization_enabled() && cuda::fits_in_cta_quantization(l.k_) &&
+    const bool raw = m == 1 && cta_quantization_enabled() && cuda::fits_in_cta_quantization(l.type_, l.k_) &&
                      reinterpret_cast<uintptr_t>(x) % 16 == 0;
     if (!raw && (!quantized_by || quantized_by->k_ != l.k_ || quantized_by->bf16_ != l.bf16_)) {
       l.quantize_x(x, m, stream);

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
+
 namespace aph::gguf::cuda {
 
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
@@ -38,6 +40,14 @@ __device__ __forceinline__ int4 ld_weights(const void* p) {
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p));
   return v;
+}
+
+// Pulls bytes [p, p + n) into L2, one prefetch per 128-byte line spread over
+// the warp's lanes (all lanes call). A matvec issues it for its first rows
+// before it waits for the kernel that writes x: weights never depend on it.
+__device__ __forceinline__ void prefetch_l2(const uint8_t* p, int64_t n) {
+  for (int64_t off = static_cast<int64_t>(threadIdx.x % 32) * 128; off < n; off += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
 }
 
 }  // namespace aph::gguf::cuda

@@ -101,6 +101,16 @@ template <int TYPE, int MT, bool kRaw, typename T>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     matvec_kernel(const MatvecTargets targets, int64_t k, const MatvecX x, int m) {
   static_assert(!kRaw || MT == 1, "raw x is one row");
+  const unsigned items = targets.first_cta[targets.count];
+  if constexpr (kRaw) {  // short rows, latency-bound: the first row's weights head for L2 now
+    int64_t cta = 0;
+    if (blockIdx.x < items) {
+      const MatvecTarget& t = target_at(targets, blockIdx.x, &cta);
+      const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
+      const int64_t bytes = row_bytes<TYPE>(k / Decoder<TYPE>::kBlock);
+      if (row < t.n) prefetch_l2(t.w + row * bytes, bytes);
+    }
+  }
   cuda_pdl::wait_for_producer();  // launched as a dependent: only the launch overlaps
   const int8_t* xq = x.q;
   const float* xd = x.d;
@@ -115,7 +125,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     xd = sx.d;
     xs = sx.s;
   }
-  const unsigned items = targets.first_cta[targets.count];
   for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
     int64_t cta = 0;
     const MatvecTarget& t = target_at(targets, v, &cta);
@@ -257,19 +266,22 @@ int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* 
                                                      xd, xs));
 }
 
-// Every CTA of the raw-x form repeats the whole row's quantization, so it
-// pays only for short rows. H200, one matvec in a CUDA graph
+// The generic matvec's raw-x form quantizes x in every CTA of 4 warps, so
+// it pays only for short rows. H200, one matvec in a CUDA graph
 // (aph_bench_gguf_matvec), quantization kernel + matvec against raw x:
 // Q4_1 576x576 3.5 -> 2.5 us, 576x1536 4.3 -> 3.1 us (and the 135M model's
-// decode 955 -> 1108 tok/s), but Q4_K 4096x4096 5.9 -> 6.7 us and
-// 4096x14336 12.8 -> 19.4 us (the 8B's decode 365 -> 273 tok/s).
-constexpr int64_t kCtaQuantizationMaxK = 2048;
-bool fits_in_cta_quantization(int64_t k) { return k % 32 == 0 && k <= kCtaQuantizationMaxK; }
+// decode 955 -> 1108 tok/s). The fast matvec quantizes once per SM (one CTA
+// of all its warps), for rows up to what 48 KB of shared memory holds.
+constexpr int64_t kGenericCtaQuantizationMaxK = 2048;
+bool fits_in_cta_quantization(uint32_t type, int64_t k) {
+  if (k % 32 != 0) return false;
+  return has_fast_matvec(type) ? smem_x_bytes(k) <= 48 * 1024 : k <= kGenericCtaQuantizationMaxK;
+}
 
 int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const MatvecX& x,
                         int64_t m, bool bf16, int sm_count, void* stream) {
   if (m < 1 || m > 8 || count < 1 || count > kMaxMatvecTargets) return static_cast<int>(cudaErrorInvalidValue);
-  if (x.raw && (m != 1 || !fits_in_cta_quantization(k) || reinterpret_cast<uintptr_t>(x.raw) % 16 != 0))
+  if (x.raw && (m != 1 || !fits_in_cta_quantization(type, k) || reinterpret_cast<uintptr_t>(x.raw) % 16 != 0))
     return static_cast<int>(cudaErrorInvalidValue);
   for (int i = 0; i < count; ++i)
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);

@@ -27,15 +27,16 @@ constexpr int kMaxMatvecTargets = 4;
 // The x a matvec reads: either quantized by launch_quantize_act (q, d, s),
 // or, for m == 1, the F16/BF16 row itself (raw), which every CTA quantizes
 // into its shared memory: no quantization launch and no wait for one before
-// the weights stream. Raw needs 16-byte alignment and a short row
-// (fits_in_cta_quantization(k): every CTA repeats the quantization).
+// the weights stream. Raw needs 16-byte alignment and
+// fits_in_cta_quantization(type, k) (the generic matvec repeats the
+// quantization in every CTA: short rows only).
 struct MatvecX {
   const int8_t* q = nullptr;
   const float* d = nullptr;
   const float* s = nullptr;
   const void* raw = nullptr;
 };
-bool fits_in_cta_quantization(int64_t k);
+bool fits_in_cta_quantization(uint32_t ggml_type, int64_t k);
 
 // Up to kMaxMatvecTargets matrices of one type and one k that read the same
 // x, in one launch (q/k/v, gate and up: launches and grid tails fewer),

@@ -95,34 +95,60 @@ __device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_
   for (int r = 0; r < R; ++r) wrow[r] = w + min(row0 + r, n - 1) * P::row_bytes(nb);
 }
 
+// Warps of a raw-x CTA: all the warps an SM holds at P::kMinCtas CTAs of
+// kWarps, in one CTA, so that x is quantized once per SM (quantizing it in
+// each of 7 CTAs an SM cost more than the quantization kernel it replaces:
+// Q4_K 4096x14336 took 19.4 us against 12.8 us for kernel + matvec).
+template <class P>
+constexpr int raw_cta_warps() {
+  return kWarps * P::kMinCtas;
+}
+
 // y = W · x for the m <= MT activation rows, for each target over its range
-// of work items (kWarps * R rows each). kRaw (m == 1): the CTA first
-// quantizes the raw F16/BF16 x into shared memory and then loops over work
-// items (grid = resident CTAs); otherwise x was quantized by
-// quantize_act_kernel and a CTA takes one item. m == 1: P::kMinCtas CTAs per
-// SM bound the registers (what measured best per type); m > 1: at most 128
-// registers (4 CTAs per SM) rather than every activation row's loads hoisted
-// at once.
-template <class P, int MT, int R, bool kRaw, typename T>
-__global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
+// of work items (kWarps * R rows each, a warp unit being R rows). kRaw
+// (m == 1): the CTA (raw_cta_warps warps, one per SM) first quantizes the
+// raw F16/BF16 x into shared memory, then its warps loop over warp units;
+// otherwise x was quantized by quantize_act_kernel and a CTA of kWarps warps
+// takes one item. m == 1: P::kMinCtas CTAs of kWarps per SM bound the
+// registers (what measured best per type); m > 1: at most 128 registers (4
+// CTAs per SM) rather than every activation row's loads hoisted at once.
+template <class P, int MT, int R, bool kRaw, typename T, int kCtaWarps = kRaw ? raw_cta_warps<P>() : kWarps>
+__global__ void __launch_bounds__(kCtaWarps * 32, MT > 1 ? 4 : (kRaw ? 1 : P::kMinCtas))
     matvec_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int m) {
   static_assert(!kRaw || MT == 1, "raw x is one row");
   constexpr int kPerStep = 32 / P::kLanes;
   const int lane = threadIdx.x % 32;
   const int slot = lane / P::kLanes, part = lane % P::kLanes;
+  const int64_t units = static_cast<int64_t>(targets.first_cta[targets.count]) * kWarps;
+  const int64_t first_unit = static_cast<int64_t>(blockIdx.x) * kCtaWarps + threadIdx.x / 32;
+  // The target and first row of warp unit u.
+  auto unit_rows = [&](int64_t u, int64_t* row0) -> const MatvecTarget& {
+    int64_t cta = 0;
+    const MatvecTarget& t = target_at(targets, static_cast<unsigned>(u / kWarps), &cta);
+    *row0 = (cta * kWarps + u % kWarps) * R;
+    return t;
+  };
   // Launched as a dependent: this CTA may start while the kernel before it
-  // runs, but reads nothing before it has finished. (Loading or prefetching
-  // the first weights before this wait measured slower on the H200: more
-  // registers in the loop, more L2 requests.) No allow_dependents() for a
-  // grid of many waves: CTAs of the next kernel parked on the SMs early made
-  // its last CTAs start late.
+  // runs, but reads nothing it writes before it has finished. The raw form
+  // pulls its first rows' weights into L2 first (they never depend on it);
+  // the other measured slower that way on the H200 (more registers in the
+  // loop, more L2 requests). No allow_dependents() for a grid of many waves:
+  // CTAs of the next kernel parked on the SMs early made its last CTAs start
+  // late.
+  if constexpr (kRaw) {
+    if (first_unit < units) {
+      int64_t row0 = 0;
+      const MatvecTarget& t = unit_rows(first_unit, &row0);
+      if (row0 < t.n) prefetch_l2(t.w + row0 * P::row_bytes(nb), (t.n - row0 < R ? t.n - row0 : R) * P::row_bytes(nb));
+    }
+  }
   cuda_pdl::wait_for_producer();
   const int8_t* xq = x.q;
   const float* xd = x.d;
   const float* xs = x.s;
   if constexpr (kRaw) {
-    // One wave (resident_grid): every CTA is placed before the trigger
-    // completes, so the next kernel's CTAs parked early delay none of ours.
+    // One CTA per SM, all placed before the trigger completes: the next
+    // kernel's CTAs parked early delay none of ours.
     cuda_pdl::allow_dependents();
     extern __shared__ __align__(16) uint8_t smem[];
     const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), 256 * nb, smem);
@@ -130,12 +156,10 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
     xd = sx.d;
     xs = sx.s;
   }
-  const unsigned items = targets.first_cta[targets.count];
-  for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
-    int64_t cta = 0;
-    const MatvecTarget& t = target_at(targets, v, &cta);
+  for (int64_t u = first_unit; u < units; u += static_cast<int64_t>(gridDim.x) * kCtaWarps) {
+    int64_t row0 = 0;
+    const MatvecTarget& t = unit_rows(u, &row0);
     const int64_t n = t.n;
-    const int64_t row0 = (cta * kWarps + threadIdx.x / 32) * R;
     if (row0 >= n) continue;  // the whole warp; no barriers below
     const uint8_t* wrow[R];
     row_pointers<P, R>(t.w, n, nb, row0, wrow);
@@ -159,14 +183,15 @@ cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, con
   constexpr int R = kRowsPerWarp;
   const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
   const unsigned items = ts.first_cta[count];
-  const dim3 block(kWarps * 32);
   if (x.raw) {
+    constexpr int kThreads = raw_cta_warps<P>() * 32;
     const auto kernel = matvec_kernel<P, 1, R, true, T>;
     const size_t smem = static_cast<size_t>(smem_x_bytes(256 * nb));
-    const dim3 grid(resident_grid(kernel, kWarps * 32, smem, sm_count, items));
-    return cuda_pdl::launch_dependent(kernel, grid, block, smem, s, ts, nb, x, 1);
+    const unsigned ctas = (items + raw_cta_warps<P>() / kWarps - 1) / (raw_cta_warps<P>() / kWarps);
+    const dim3 grid(resident_grid(kernel, kThreads, smem, sm_count, ctas));
+    return cuda_pdl::launch_dependent(kernel, grid, dim3(kThreads), smem, s, ts, nb, x, 1);
   }
-  const dim3 grid(items);
+  const dim3 grid(items), block(kWarps * 32);
   if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, false, T>, grid, block, 0, s, ts, nb, x, m);
   return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, false, T>, grid, block, 0, s, ts, nb, x, 1);
 }

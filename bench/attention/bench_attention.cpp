@@ -239,6 +239,7 @@ int main() {
       aph_dtype kv;
     };
     const Case cases[] = {
+        {"decode b=1  ctx=576  kv=f16 ", 1, 1, 576, APH_DTYPE_F16},
         {"decode b=1  ctx=8192 kv=f16 ", 1, 1, 8192, APH_DTYPE_F16},
         {"decode b=1  ctx=8192 kv=fp8 ", 1, 1, 8192, APH_DTYPE_F8_E4M3},
         {"decode b=64 ctx=512  kv=f16 ", 64, 1, 512, APH_DTYPE_F16},

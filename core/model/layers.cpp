@@ -35,6 +35,36 @@ void PluginLinear::forward(const ops::Exec& exec, const Tensor& x, Tensor& y) co
         "plugin " + plugin_.name + " linear " + name_);
 }
 
+bool PluginLinear::forward_silu_mul(const ops::Exec& exec, const void* gate, const void* up, int64_t stride,
+                                    Tensor& y) const {
+  const aph_quant_vtable* vt = plugin_.vtable;
+  // An optional trailing member: plugins built before it have a smaller vtable.
+  const size_t needed = offsetof(aph_quant_vtable, linear_forward_silu_mul) + sizeof(vt->linear_forward_silu_mul);
+  if (vt->size < needed || vt->linear_forward_silu_mul == nullptr) return false;
+  const int64_t m = y.numel() / out_features();
+  auto rows = [&](const void* p) {
+    aph_tensor t{};
+    t.size = sizeof(t);
+    t.dtype = y.dtype();
+    t.device = y.device();
+    t.rank = 2;
+    t.shape[0] = m;
+    t.shape[1] = in_features();
+    t.strides[0] = stride;
+    t.strides[1] = 1;
+    t.data = const_cast<void*>(p);
+    return t;
+  };
+  const aph_tensor gv = rows(gate), uv = rows(up);
+  aph_tensor yv = y.reshape({m, out_features()}).view();
+  aph_error err{};
+  err.size = sizeof(err);
+  const aph_status st = vt->linear_forward_silu_mul(handle_, &gv, &uv, &yv, exec.stream, &err);
+  if (st == APH_ERR_UNSUPPORTED) return false;
+  check(st, err, "plugin " + plugin_.name + " linear " + name_ + " (silu * up)");
+  return true;
+}
+
 std::vector<aph_quant_linear*> PluginLinear::shared_handles(const std::vector<std::unique_ptr<Linear>>& parts) {
   if (parts.empty()) return {};
   const auto* first = dynamic_cast<const PluginLinear*>(parts[0].get());

@@ -19,6 +19,13 @@ class Linear {
   // x [M, K] act dtype -> y [M, N] (act dtype, or F32 where the layer allows).
   virtual void forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const = 0;
   virtual uint64_t device_bytes() const = 0;
+  // y = (silu(gate) * up) · W from the gate/up rows (`stride` elements apart,
+  // M = y's rows) when the layer can fold the activation in; false (nothing
+  // done) when the caller must run silu_mul and forward itself.
+  virtual bool forward_silu_mul(const ops::Exec& /*exec*/, const void* /*gate*/, const void* /*up*/,
+                                int64_t /*stride*/, Tensor& /*y*/) const {
+    return false;
+  }
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
 
@@ -44,6 +51,9 @@ class PluginLinear : public Linear {
                int64_t out_features);
   ~PluginLinear() override;
   void forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const override;
+  // Through the plugin's optional linear_forward_silu_mul.
+  bool forward_silu_mul(const ops::Exec& exec, const void* gate, const void* up, int64_t stride,
+                        Tensor& y) const override;
   uint64_t device_bytes() const override;
   // The parts' handles when every part is a linear of one plugin that offers
   // linear_forward_shared (same input width); empty if not.

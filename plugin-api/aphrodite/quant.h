@@ -125,6 +125,18 @@ typedef struct aph_quant_vtable {
    * same contracts as linear_forward for each pair (x, ys[i]). */
   aph_status (*linear_forward_shared)(aph_quant_linear* const* linears, uint32_t n, const aph_tensor* x,
                                       aph_tensor* ys, aph_stream stream, aph_error* err);
+
+  /* Engine thread. Optional (NULL): y = (silu(gate) * up) · linear, the down
+   * projection of a gated MLP reading the gate and up projections' outputs
+   * directly (both [M, in_features] in the activation dtype; their rows may
+   * be strided, strides[1] is 1), so the plugin can fold the activation into
+   * how it prepares x. Each product silu(g) * u = g / (1 + e^-g) * u is
+   * rounded to the activation dtype before use, as the host's own silu_mul
+   * does. Returns APH_ERR_UNSUPPORTED, having launched nothing, when it does
+   * not take this call (say, this M or device): the host then runs silu_mul
+   * itself and calls linear_forward. */
+  aph_status (*linear_forward_silu_mul)(aph_quant_linear* linear, const aph_tensor* gate, const aph_tensor* up,
+                                        aph_tensor* y, aph_stream stream, aph_error* err);
 } aph_quant_vtable;
 
 #ifdef __cplusplus

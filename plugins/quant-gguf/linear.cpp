@@ -163,6 +163,20 @@ void Linear::forward_shared(const std::vector<Linear*>& group, const aph_tensor&
   CudaLinear::forward_shared(cuda, x.data, m, outs, stream);
 }
 
+bool Linear::forward_silu_mul(const aph_tensor& gate, const aph_tensor& up, aph_tensor& y, aph_stream stream) {
+  check_matrix(y, act_dtype_, device_, n_, "y", name_);
+  for (const aph_tensor* t : {&gate, &up}) {
+    const char* what = t == &gate ? "gate" : "up";
+    if (t->size < sizeof(aph_tensor) || t->dtype != act_dtype_ || t->device != device_ || t->rank != 2 ||
+        t->shape[1] != k_ || t->shape[0] != y.shape[0] || t->strides[1] != 1 || t->strides[0] < k_ ||
+        (t->shape[0] > 0 && t->data == nullptr))
+      throw invalid_argument("linear " + name_ + ": " + what + " must be [M, " + std::to_string(k_) +
+                             "] rows of the activation dtype on the layer's device, M as y's");
+  }
+  if (!cuda_ || y.shape[0] == 0) return false;
+  return cuda_->forward_silu_mul(gate.data, up.data, y.shape[0], y.data, stream);
+}
+
 void Linear::get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream) {
   if (ids.dtype != APH_DTYPE_I32 || ids.rank != 1 || ids.device != device_)
     throw invalid_argument("linear " + name_ + ": get_rows ids must be I32 [M] on the layer's device");

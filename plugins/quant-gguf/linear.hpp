@@ -23,6 +23,9 @@ class Linear {
   // one quantization of x.
   static void forward_shared(const std::vector<Linear*>& group, const aph_tensor& x, aph_tensor* ys,
                              aph_stream stream);
+  // y = (silu(gate) * up) · W (the ABI's linear_forward_silu_mul): true when
+  // done, false (nothing launched) when the caller must do it in two steps.
+  bool forward_silu_mul(const aph_tensor& gate, const aph_tensor& up, aph_tensor& y, aph_stream stream);
   void get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream);
   uint64_t device_bytes() const;
 

@@ -115,6 +115,17 @@ aph_status linear_forward_shared(aph_quant_linear* const* ls, uint32_t n, const 
   });
 }
 
+aph_status linear_forward_silu_mul(aph_quant_linear* l, const aph_tensor* gate, const aph_tensor* up, aph_tensor* y,
+                                   aph_stream stream, aph_error* err) {
+  bool done = false;
+  const aph_status st = guard(err, [&] {
+    if (!l || !gate || !up || !y) throw invalid_argument("linear_forward_silu_mul: NULL argument");
+    done = l->impl->forward_silu_mul(*gate, *up, *y, stream);
+  });
+  if (st != APH_OK) return st;
+  return done ? APH_OK : APH_ERR_UNSUPPORTED;  // not taken: the host runs silu_mul and linear_forward
+}
+
 uint64_t linear_device_bytes(aph_quant_linear* l) { return l ? l->impl->device_bytes() : 0; }
 
 void linear_destroy(aph_quant_linear* l) { delete l; }
@@ -139,6 +150,7 @@ const aph_quant_vtable kVtable = {
     linear_device_bytes,
     linear_destroy,
     linear_forward_shared,
+    linear_forward_silu_mul,
 };
 
 aph_status init(const aph_host_services* services, void** state, aph_error* err) {

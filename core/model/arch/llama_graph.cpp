@@ -97,8 +97,10 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
     ops::add_rms_norm(ex, residual, delta, l.ffn_norm, norm_eps_, normed);
     ProjectionGroup::Outputs gu = l.gate_up->forward(ex, normed);
     if (gu.stride[0] != gu.stride[1]) throw Error(APH_ERR_INTERNAL, "LlamaGraph: gate and up rows differ in stride");
-    ops::silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], act);
-    l.down_proj->forward(ex, act, delta);
+    if (!l.down_proj->forward_silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], delta)) {
+      ops::silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], act);
+      l.down_proj->forward(ex, act, delta);
+    }
   }
   // The last layer's MLP output still has to join the residual stream.
   ops::add_rms_norm(ex, residual, delta, final_norm_, norm_eps_, normed);

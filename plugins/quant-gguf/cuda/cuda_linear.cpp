@@ -305,6 +305,19 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
   }
 }
 
+bool CudaLinear::forward_silu_mul(const void* gate, const void* up, int64_t m, void* y, aph_stream stream) {
+  if (m != 1 || !takes_matvec(m) || !cta_quantization_enabled() || !cuda::fits_in_cta_quantization(type_, k_) ||
+      reinterpret_cast<uintptr_t>(gate) % 16 != 0 || reinterpret_cast<uintptr_t>(up) % 16 != 0)
+    return false;
+  cuda::MatvecX x;
+  x.raw = gate;
+  x.up = up;
+  const cuda::MatvecTarget target{static_cast<const uint8_t*>(weight_), n_, bias_, y};
+  check_cuda(cuda::launch_matvec_multi(type_, &target, 1, k_, x, 1, bf16_, state_.cuda->sm_count(), stream),
+             "linear " + name_ + " (silu * up)");
+  return true;
+}
+
 void CudaLinear::get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream) {
   const std::string what = "linear " + name_ + " get_rows";
   if (float_weight_) {
@@ -334,6 +347,7 @@ void CudaLinear::forward(const void*, int64_t, void*, aph_stream) {}
 void CudaLinear::forward_shared(const std::vector<CudaLinear*>&, const void*, int64_t, const std::vector<void*>&,
                                 aph_stream) {}
 void CudaLinear::quantize_x(const void*, int64_t, aph_stream) const {}
+bool CudaLinear::forward_silu_mul(const void*, const void*, int64_t, void*, aph_stream) { return false; }
 void CudaLinear::get_rows(const int32_t*, int64_t, void*, aph_stream) {}
 void CudaLinear::gemm(const void*, const void*, int64_t, void*, aph_stream, int64_t) {}
 int64_t CudaLinear::tile_rows() const { return 0; }

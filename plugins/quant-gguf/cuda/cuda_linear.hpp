@@ -64,6 +64,9 @@ class CudaLinear {
   // forward's matvec path is this with a group of one.
   static void forward_shared(const std::vector<CudaLinear*>& group, const void* x, int64_t m,
                              const std::vector<void*>& ys, aph_stream stream);
+  // y = (silu(gate) * up) · W for one row when the matvec can quantize the
+  // product itself (MatvecX::up); false, with nothing launched, otherwise.
+  bool forward_silu_mul(const void* gate, const void* up, int64_t m, void* y, aph_stream stream);
   // Out-of-range ids give zero rows (ids live on the device; checking them
   // would need a synchronization).
   void get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream);

@@ -27,7 +27,7 @@ __global__ void quantize_act_kernel(const T* x, int64_t nblocks, int8_t* xq, flo
   cuda_pdl::wait_for_producer();
   const int64_t blk = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (blk >= nblocks) return;
-  quantize_block32(x + 32 * blk, xq + 32 * blk, xd + blk, xs + 2 * blk);
+  quantize_block32(x + 32 * blk, static_cast<const T*>(nullptr), xq + 32 * blk, xd + blk, xs + 2 * blk);
 }
 
 constexpr int kWarpsPerBlock = 4;
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     // completes, so the next kernel's CTAs parked early delay none of ours.
     cuda_pdl::allow_dependents();
     extern __shared__ __align__(16) uint8_t smem[];
-    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), k, smem);
+    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), static_cast<const T*>(x.up), k, smem);
     xq = sx.q;
     xd = sx.d;
     xs = sx.s;
@@ -283,6 +283,7 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
   if (m < 1 || m > 8 || count < 1 || count > kMaxMatvecTargets) return static_cast<int>(cudaErrorInvalidValue);
   if (x.raw && (m != 1 || !fits_in_cta_quantization(type, k) || reinterpret_cast<uintptr_t>(x.raw) % 16 != 0))
     return static_cast<int>(cudaErrorInvalidValue);
+  if (x.up && (!x.raw || reinterpret_cast<uintptr_t>(x.up) % 16 != 0)) return static_cast<int>(cudaErrorInvalidValue);
   for (int i = 0; i < count; ++i)
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
   if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, sm_count, stream);

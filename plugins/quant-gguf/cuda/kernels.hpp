@@ -30,11 +30,14 @@ constexpr int kMaxMatvecTargets = 4;
 // the weights stream. Raw needs 16-byte alignment and
 // fits_in_cta_quantization(type, k) (the generic matvec repeats the
 // quantization in every CTA: short rows only).
+// With raw, `up` (optional) makes x = silu(raw) * up, each product rounded
+// to the activation dtype (the down projection reading gate and up).
 struct MatvecX {
   const int8_t* q = nullptr;
   const float* d = nullptr;
   const float* s = nullptr;
   const void* raw = nullptr;
+  const void* up = nullptr;
 };
 bool fits_in_cta_quantization(uint32_t ggml_type, int64_t k);
 

@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(kCtaWarps * 32, MT > 1 ? 4 : (kRaw ? 1 : P::kM
     // kernel's CTAs parked early delay none of ours.
     cuda_pdl::allow_dependents();
     extern __shared__ __align__(16) uint8_t smem[];
-    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), 256 * nb, smem);
+    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), static_cast<const T*>(x.up), 256 * nb, smem);
     xq = sx.q;
     xd = sx.d;
     xs = sx.s;

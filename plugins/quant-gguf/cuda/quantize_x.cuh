@@ -16,12 +16,10 @@
 
 namespace aph::gguf::cuda {
 
-// x: 32 values (16-byte aligned is faster); q: 32 codes, 16-byte aligned;
-// d: one float; s: two floats.
+// 32 values from x (16-byte aligned is faster).
 template <typename T>
-__device__ __forceinline__ void quantize_block32(const T* x, int8_t* q, float* d, float* s) {
+__device__ __forceinline__ void load_block32(const T* x, float (&v)[32]) {
   static_assert(sizeof(T) == 2, "F16 or BF16 activations");
-  float v[32];
   if (reinterpret_cast<uintptr_t>(x) % 16 == 0) {
     const uint4* src = reinterpret_cast<const uint4*>(x);
 #pragma unroll
@@ -34,6 +32,21 @@ __device__ __forceinline__ void quantize_block32(const T* x, int8_t* q, float* d
   } else {  // a view into a row (tests make one): element loads
 #pragma unroll
     for (int i = 0; i < 32; ++i) v[i] = to_float(x[i]);
+  }
+}
+
+// x: 32 values, or with `up` the 32 gate values of silu(gate) * up, each
+// product rounded to T as the core's silu_mul stores it; q: 32 codes,
+// 16-byte aligned; d: one float; s: two floats.
+template <typename T>
+__device__ __forceinline__ void quantize_block32(const T* x, const T* up, int8_t* q, float* d, float* s) {
+  float v[32];
+  load_block32(x, v);
+  if (up != nullptr) {
+    float u[32];
+    load_block32(up, u);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) v[i] = to_float(from_float<T>(v[i] / (1.0f + __expf(-v[i])) * u[i]));
   }
   float amax = 0.0f;
 #pragma unroll
@@ -76,13 +89,14 @@ __host__ __device__ constexpr int64_t smem_x_s_offset(int64_t k) {
 }
 __host__ __device__ constexpr int64_t smem_x_bytes(int64_t k) { return smem_x_s_offset(k) + k / 16 * 4; }
 
-// Every thread of the CTA takes part (it ends with a barrier).
+// Every thread of the CTA takes part (it ends with a barrier). up: as for
+// quantize_block32.
 template <typename T>
-__device__ __forceinline__ SmemX quantize_row_to_smem(const T* x, int64_t k, uint8_t* smem) {
+__device__ __forceinline__ SmemX quantize_row_to_smem(const T* x, const T* up, int64_t k, uint8_t* smem) {
   const SmemX sx{reinterpret_cast<int8_t*>(smem), reinterpret_cast<float*>(smem + smem_x_d_offset(k)),
                  reinterpret_cast<float*>(smem + smem_x_s_offset(k))};
   for (int64_t b = threadIdx.x; b < k / 32; b += blockDim.x)
-    quantize_block32(x + 32 * b, sx.q + 32 * b, sx.d + b, sx.s + 2 * b);
+    quantize_block32(x + 32 * b, up ? up + 32 * b : nullptr, sx.q + 32 * b, sx.d + b, sx.s + 2 * b);
   __syncthreads();
   return sx;
 }

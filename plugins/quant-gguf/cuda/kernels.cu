@@ -111,25 +111,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       if (row < t.n) prefetch_l2(t.w + row * bytes, bytes);
     }
   }
-  cuda_pdl::wait_for_producer();  // launched as a dependent: only the launch overlaps
-  const int8_t* xq = x.q;
-  const float* xd = x.d;
-  const float* xs = x.s;
-  if constexpr (kRaw) {
-    // One wave (resident_grid): every CTA is placed before the trigger
-    // completes, so the next kernel's CTAs parked early delay none of ours.
-    cuda_pdl::allow_dependents();
-    extern __shared__ __align__(16) uint8_t smem[];
-    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), static_cast<const T*>(x.up), k, smem);
-    xq = sx.q;
-    xd = sx.d;
-    xs = sx.s;
-  }
+  const XCodes xc = matvec_x<kRaw, T>(x, k);  // launched as a dependent: waits for x here
   for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
     int64_t cta = 0;
     const MatvecTarget& t = target_at(targets, v, &cta);
     const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
-    if (row < t.n) matvec_row<TYPE, MT, T>(t, row, k, xq, xd, xs, m);
+    if (row < t.n) matvec_row<TYPE, MT, T>(t, row, k, xc.q, xc.d, xc.s, m);
   }
 }
 

@@ -142,20 +142,7 @@ __global__ void __launch_bounds__(kCtaWarps * 32, MT > 1 ? 4 : (kRaw ? 1 : P::kM
       if (row0 < t.n) prefetch_l2(t.w + row0 * P::row_bytes(nb), (t.n - row0 < R ? t.n - row0 : R) * P::row_bytes(nb));
     }
   }
-  cuda_pdl::wait_for_producer();
-  const int8_t* xq = x.q;
-  const float* xd = x.d;
-  const float* xs = x.s;
-  if constexpr (kRaw) {
-    // One CTA per SM, all placed before the trigger completes: the next
-    // kernel's CTAs parked early delay none of ours.
-    cuda_pdl::allow_dependents();
-    extern __shared__ __align__(16) uint8_t smem[];
-    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), static_cast<const T*>(x.up), 256 * nb, smem);
-    xq = sx.q;
-    xd = sx.d;
-    xs = sx.s;
-  }
+  const XCodes xc = matvec_x<kRaw, T>(x, 256 * nb);
   for (int64_t u = first_unit; u < units; u += static_cast<int64_t>(gridDim.x) * kCtaWarps) {
     int64_t row0 = 0;
     const MatvecTarget& t = unit_rows(u, &row0);
@@ -170,7 +157,7 @@ __global__ void __launch_bounds__(kCtaWarps * 32, MT > 1 ? 4 : (kRaw ? 1 : P::kM
       if (blk < nb) {  // this lane only: no shuffles inside the loop
         typename P::W wv[R];
         load_step<P, R>(wrow, nb, blk, part, wv);
-        step<P, MT, R>(wv, blk, part, xq, xd, xs, 256 * nb, m, acc);
+        step<P, MT, R>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, m, acc);
       }
     }
     store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));

@@ -12,13 +12,15 @@
 
 #include <cstdint>
 
+#include "core/common/cuda_pdl.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
+#include "plugins/quant-gguf/cuda/kernels.hpp"
 
 namespace aph::gguf::cuda {
 
-// 32 values from x (16-byte aligned is faster).
-template <typename T>
-__device__ __forceinline__ void load_block32(const T* x, float (&v)[32]) {
+// f(i, x[i]) for the 32 values of x (16-byte aligned is faster), in order.
+template <typename T, typename F>
+__device__ __forceinline__ void each_of_block32(const T* x, F&& f) {
   static_assert(sizeof(T) == 2, "F16 or BF16 activations");
   if (reinterpret_cast<uintptr_t>(x) % 16 == 0) {
     const uint4* src = reinterpret_cast<const uint4*>(x);
@@ -27,11 +29,11 @@ __device__ __forceinline__ void load_block32(const T* x, float (&v)[32]) {
       const uint4 u = src[i];
       const T* h = reinterpret_cast<const T*>(&u);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) v[8 * i + j] = to_float(h[j]);
+      for (int j = 0; j < 8; ++j) f(8 * i + j, to_float(h[j]));
     }
   } else {  // a view into a row (tests make one): element loads
 #pragma unroll
-    for (int i = 0; i < 32; ++i) v[i] = to_float(x[i]);
+    for (int i = 0; i < 32; ++i) f(i, to_float(x[i]));
   }
 }
 
@@ -41,13 +43,9 @@ __device__ __forceinline__ void load_block32(const T* x, float (&v)[32]) {
 template <typename T>
 __device__ __forceinline__ void quantize_block32(const T* x, const T* up, int8_t* q, float* d, float* s) {
   float v[32];
-  load_block32(x, v);
-  if (up != nullptr) {
-    float u[32];
-    load_block32(up, u);
-#pragma unroll
-    for (int i = 0; i < 32; ++i) v[i] = to_float(from_float<T>(v[i] / (1.0f + __expf(-v[i])) * u[i]));
-  }
+  each_of_block32(x, [&](int i, float g) { v[i] = g; });
+  if (up != nullptr)  // 16 bytes of up at a time: no second array of 32 live
+    each_of_block32(up, [&](int i, float u) { v[i] = to_float(from_float<T>(v[i] / (1.0f + __expf(-v[i])) * u)); });
   float amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(v[i]));
@@ -89,16 +87,47 @@ __host__ __device__ constexpr int64_t smem_x_s_offset(int64_t k) {
 }
 __host__ __device__ constexpr int64_t smem_x_bytes(int64_t k) { return smem_x_s_offset(k) + k / 16 * 4; }
 
+// This thread's share of the row's blocks. Not inlined: its 32 values in
+// flight would count against the registers of the matvec loop that follows
+// (Q6_K's spilled), while a call leaves nothing of the loop live.
+template <typename T>
+__device__ __noinline__ void quantize_blocks_of_row(const T* x, const T* up, int64_t k, SmemX sx) {
+  for (int64_t b = threadIdx.x; b < k / 32; b += blockDim.x)
+    quantize_block32(x + 32 * b, up ? up + 32 * b : nullptr, sx.q + 32 * b, sx.d + b, sx.s + 2 * b);
+}
+
 // Every thread of the CTA takes part (it ends with a barrier). up: as for
 // quantize_block32.
 template <typename T>
 __device__ __forceinline__ SmemX quantize_row_to_smem(const T* x, const T* up, int64_t k, uint8_t* smem) {
   const SmemX sx{reinterpret_cast<int8_t*>(smem), reinterpret_cast<float*>(smem + smem_x_d_offset(k)),
                  reinterpret_cast<float*>(smem + smem_x_s_offset(k))};
-  for (int64_t b = threadIdx.x; b < k / 32; b += blockDim.x)
-    quantize_block32(x + 32 * b, up ? up + 32 * b : nullptr, sx.q + 32 * b, sx.d + b, sx.s + 2 * b);
+  quantize_blocks_of_row(x, up, k, sx);
   __syncthreads();
   return sx;
+}
+
+// The quantized x a matvec kernel reads, once its producer has finished:
+// the quantization kernel's copy, or (kRaw) the CTA's own in shared memory,
+// of the k elements of x.raw (silu(x.raw) * x.up with up). A raw grid is one
+// wave, every CTA placed before the trigger completes, so it lets the next
+// kernel launch at once: CTAs of it parked early delay none of this grid's.
+struct XCodes {
+  const int8_t* q;
+  const float* d;
+  const float* s;
+};
+template <bool kRaw, typename T>
+__device__ __forceinline__ XCodes matvec_x(const MatvecX& x, int64_t k) {
+  cuda_pdl::wait_for_producer();
+  if constexpr (kRaw) {
+    cuda_pdl::allow_dependents();
+    extern __shared__ __align__(16) uint8_t smem[];
+    const SmemX sx = quantize_row_to_smem(static_cast<const T*>(x.raw), static_cast<const T*>(x.up), k, smem);
+    return XCodes{sx.q, sx.d, sx.s};
+  } else {
+    return XCodes{x.q, x.d, x.s};
+  }
 }
 
 }  // namespace aph::gguf::cuda

@@ -45,6 +45,22 @@ aph_weight_info weight_info(uint32_t type, int64_t n, int64_t k, const std::vect
   return wi;
 }
 
+// A one-part CUDA linear descriptor of [n, k] weights wi.
+aph_linear_desc linear_desc(const char* name, const aph_weight_info* wi, int64_t n, int64_t k, int32_t act,
+                            cudaStream_t stream) {
+  aph_linear_desc d{};
+  d.size = sizeof(d);
+  d.name = name;
+  d.in_features = k;
+  d.out_features = n;
+  d.device = 0;
+  d.act_dtype = act;
+  d.n_parts = 1;
+  d.parts = wi;
+  d.stream = stream;
+  return d;
+}
+
 aph_tensor view(void* p, int32_t dtype, int32_t device, std::vector<int64_t> shape) {
   aph_tensor t{};
   t.size = sizeof(t);
@@ -107,17 +123,8 @@ void check_forward(PluginState& state, cudaStream_t stream, uint32_t type, bool 
   bi.data = bias.data();
   bi.nbytes = n * 4;
 
-  aph_linear_desc d{};
-  d.size = sizeof(d);
-  d.name = "test";
-  d.in_features = k;
-  d.out_features = n;
-  d.device = 0;
-  d.act_dtype = act;
-  d.n_parts = 1;
-  d.parts = &wi;
+  aph_linear_desc d = linear_desc("test", &wi, n, k, act, stream);
   d.bias = with_bias ? &bi : nullptr;
-  d.stream = stream;
   Linear gpu(state, d);
 
   std::vector<float> wf(n * k);
@@ -170,16 +177,7 @@ void check_get_rows(PluginState& state, cudaStream_t stream, uint32_t type, bool
   auto w = test_data::random_rows(type, n, k, 7 + type);
   aph_weight_info wi = weight_info(type, n, k, w);
   if (type == kF32 || type == kF16 || type == kBF16) wi.dtype = type == kF32 ? APH_DTYPE_F32 : type == kF16 ? APH_DTYPE_F16 : APH_DTYPE_BF16;
-  aph_linear_desc d{};
-  d.size = sizeof(d);
-  d.name = "emb";
-  d.in_features = k;
-  d.out_features = n;
-  d.device = 0;
-  d.act_dtype = act;
-  d.n_parts = 1;
-  d.parts = &wi;
-  d.stream = stream;
+  aph_linear_desc d = linear_desc("emb", &wi, n, k, act, stream);
   Linear gpu(state, d);
   std::vector<int32_t> ids = {39, 0, 17, 17, 5};
   const int64_t m = ids.size();
@@ -255,15 +253,7 @@ TEST_F(GgufCudaPlain, PrefillTilesAcrossRows) {
   const int64_t k = 65536, n = 600, m = 160;
   auto w = test_data::random_rows(kQ4_K, n, k, 3);
   aph_weight_info wi = weight_info(kQ4_K, n, k, w);
-  aph_linear_desc d{};
-  d.size = sizeof(d);
-  d.name = "wide";
-  d.in_features = k;
-  d.out_features = n;
-  d.device = 0;
-  d.act_dtype = APH_DTYPE_BF16;
-  d.n_parts = 1;
-  d.parts = &wi;
+  aph_linear_desc d = linear_desc("wide", &wi, n, k, APH_DTYPE_BF16, nullptr);
   Linear gpu(state, d);
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -317,15 +307,7 @@ TEST_F(GgufCudaPlain, SharedForwardEqualsSeparate) {
   for (size_t i = 0; i < std::size(specs); ++i) infos.push_back(weight_info(specs[i].type, specs[i].n, k, weights[i]));
   std::vector<std::unique_ptr<Linear>> linears;
   for (size_t i = 0; i < std::size(specs); ++i) {
-    aph_linear_desc d{};
-    d.size = sizeof(d);
-    d.name = "shared";
-    d.in_features = k;
-    d.out_features = specs[i].n;
-    d.device = 0;
-    d.act_dtype = APH_DTYPE_BF16;
-    d.n_parts = 1;
-    d.parts = &infos[i];
+    aph_linear_desc d = linear_desc("shared", &infos[i], specs[i].n, k, APH_DTYPE_BF16, nullptr);
     linears.push_back(std::make_unique<Linear>(state, d));
   }
   std::vector<Linear*> group;
@@ -447,16 +429,7 @@ TEST_P(GgufCuda, SiluMulForwardMatchesCpu) {
   aph_weight_info wi = weight_info(type, n, k, w);
   const bool float_weight = type == kF32 || type == kF16 || type == kBF16;
   if (float_weight) wi.dtype = type == kF32 ? APH_DTYPE_F32 : type == kF16 ? APH_DTYPE_F16 : APH_DTYPE_BF16;
-  aph_linear_desc d{};
-  d.size = sizeof(d);
-  d.name = "down";
-  d.in_features = k;
-  d.out_features = n;
-  d.device = 0;
-  d.act_dtype = act;
-  d.n_parts = 1;
-  d.parts = &wi;
-  d.stream = stream_;
+  aph_linear_desc d = linear_desc("down", &wi, n, k, act, stream_);
   Linear gpu(state_, d);
   std::vector<float> wf(n * k);
   for (int64_t j = 0; j < n; ++j) dequantize_row(type, w.data() + j * (w.size() / n), wf.data() + j * k, k);

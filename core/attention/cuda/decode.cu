@@ -29,7 +29,11 @@
 namespace aph::attention::cuda {
 namespace {
 
-constexpr int kThreads = 128;
+// At batch 1 a decode grid is a few dozen CTAs, one per SM: each thread's
+// chain of dependent shared-memory loads and FMAs is the time, not bytes.
+// 256 threads split a tile's scores and weighted sums twice as finely as
+// 128 (per thread: one head of a Llama group in QK, 4 tokens in PV).
+constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kGroup = kDecodeHeadsPerCta;  // query heads per CTA
 constexpr float kLog2e = 1.4426950408889634f;

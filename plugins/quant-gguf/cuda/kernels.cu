@@ -253,16 +253,15 @@ int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* 
                                                      xd, xs));
 }
 
-// The generic matvec's raw-x form quantizes x in every CTA of 4 warps, so
-// it pays only for short rows. H200, one matvec in a CUDA graph
-// (aph_bench_gguf_matvec), quantization kernel + matvec against raw x:
-// Q4_1 576x576 3.5 -> 2.5 us, 576x1536 4.3 -> 3.1 us (and the 135M model's
-// decode 955 -> 1108 tok/s). The fast matvec quantizes once per SM (one CTA
-// of all its warps), for rows up to what 48 KB of shared memory holds.
-constexpr int64_t kGenericCtaQuantizationMaxK = 2048;
+// The raw-x form quantizes x in every CTA of 4 warps, so it pays only for
+// short rows, and only in the generic matvec. H200, one matvec in a CUDA
+// graph (aph_bench_gguf_matvec), quantization kernel + matvec against raw x:
+// Q4_1 576x576 3.6 -> 2.4 us, 576x1536 4.3 -> 2.8 us (the 135M model's
+// decode 975 -> 1121 tok/s); Q4_K rows of 4096 and 14336 were slower in
+// every form tried (matvec_fast.cu).
+constexpr int64_t kCtaQuantizationMaxK = 2048;
 bool fits_in_cta_quantization(uint32_t type, int64_t k) {
-  if (k % 32 != 0) return false;
-  return has_fast_matvec(type) ? smem_x_bytes(k) <= 48 * 1024 : k <= kGenericCtaQuantizationMaxK;
+  return !has_fast_matvec(type) && k % 32 == 0 && k <= kCtaQuantizationMaxK;
 }
 
 int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const MatvecX& x,
@@ -273,7 +272,7 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
   if (x.up && (!x.raw || reinterpret_cast<uintptr_t>(x.up) % 16 != 0)) return static_cast<int>(cudaErrorInvalidValue);
   for (int i = 0; i < count; ++i)
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
-  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, sm_count, stream);
+  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);
   auto s = static_cast<cudaStream_t>(stream);
   if (bf16) return matvec_typed<__nv_bfloat16>(type, targets, count, k, x, m, sm_count, s);
   return matvec_typed<__half>(type, targets, count, k, x, m, sm_count, s);

@@ -8,9 +8,7 @@
 // between the warps of a CTA gained nothing).
 //
 // Launched as a dependent (core/common/cuda_pdl.cuh), so that its launch
-// overlaps the kernel before it. At batch 1 it takes x unquantized and each
-// CTA quantizes it into shared memory (quantize_x.cuh): one launch and one
-// dependency wait fewer per matvec than a separate quantization kernel.
+// overlaps the activation quantization before it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -95,92 +93,56 @@ __device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_
   for (int r = 0; r < R; ++r) wrow[r] = w + min(row0 + r, n - 1) * P::row_bytes(nb);
 }
 
-// Warps of a raw-x CTA: all the warps an SM holds at P::kMinCtas CTAs of
-// kWarps, in one CTA, so that x is quantized once per SM (quantizing it in
-// each of 7 CTAs an SM cost more than the quantization kernel it replaces:
-// Q4_K 4096x14336 took 19.4 us against 12.8 us for kernel + matvec).
-template <class P>
-constexpr int raw_cta_warps() {
-  return kWarps * P::kMinCtas;
-}
-
-// y = W · x for the m <= MT activation rows, for each target over its range
-// of work items (kWarps * R rows each, a warp unit being R rows). kRaw
-// (m == 1): the CTA (raw_cta_warps warps, one per SM) first quantizes the
-// raw F16/BF16 x into shared memory, then its warps loop over warp units;
-// otherwise x was quantized by quantize_act_kernel and a CTA of kWarps warps
-// takes one item. m == 1: P::kMinCtas CTAs of kWarps per SM bound the
-// registers (what measured best per type); m > 1: at most 128 registers (4
-// CTAs per SM) rather than every activation row's loads hoisted at once.
-template <class P, int MT, int R, bool kRaw, typename T, int kCtaWarps = kRaw ? raw_cta_warps<P>() : kWarps>
-__global__ void __launch_bounds__(kCtaWarps * 32, MT > 1 ? 4 : (kRaw ? 1 : P::kMinCtas))
+// y = W · x for the m <= MT activation rows that quantize_act_kernel wrote,
+// for each target over its range of CTAs. m == 1: P::kMinCtas CTAs per SM
+// bound the registers (what measured best per type); m > 1: at most 128
+// registers (4 CTAs per SM) rather than every activation row's loads hoisted
+// at once. (x quantized in the CTA, MatvecX::raw, measured slower for every
+// 8B shape on the H200, in CTAs of 4 warps or in one CTA per SM: Q4_K
+// 4096x4096 7.3 us against 6.1 for kernel + matvec, 1024x4096 6.6 against
+// 4.4, 4096x14336 19.6 against 13.1; the 8B decoded 321 tok/s against 377.)
+template <class P, int MT, int R, typename T>
+__global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
     matvec_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int m) {
-  static_assert(!kRaw || MT == 1, "raw x is one row");
+  int64_t cta = 0;
+  const MatvecTarget& t = target_at(targets, blockIdx.x, &cta);
+  const int64_t n = t.n;
   constexpr int kPerStep = 32 / P::kLanes;
   const int lane = threadIdx.x % 32;
   const int slot = lane / P::kLanes, part = lane % P::kLanes;
-  const int64_t units = static_cast<int64_t>(targets.first_cta[targets.count]) * kWarps;
-  const int64_t first_unit = static_cast<int64_t>(blockIdx.x) * kCtaWarps + threadIdx.x / 32;
-  // The target and first row of warp unit u.
-  auto unit_rows = [&](int64_t u, int64_t* row0) -> const MatvecTarget& {
-    int64_t cta = 0;
-    const MatvecTarget& t = target_at(targets, static_cast<unsigned>(u / kWarps), &cta);
-    *row0 = (cta * kWarps + u % kWarps) * R;
-    return t;
-  };
-  // Launched as a dependent: this CTA may start while the kernel before it
-  // runs, but reads nothing it writes before it has finished. The raw form
-  // pulls its first rows' weights into L2 first (they never depend on it);
-  // the other measured slower that way on the H200 (more registers in the
-  // loop, more L2 requests). No allow_dependents() for a grid of many waves:
-  // CTAs of the next kernel parked on the SMs early made its last CTAs start
-  // late.
-  if constexpr (kRaw) {
-    if (first_unit < units) {
-      int64_t row0 = 0;
-      const MatvecTarget& t = unit_rows(first_unit, &row0);
-      if (row0 < t.n) prefetch_l2(t.w + row0 * P::row_bytes(nb), (t.n - row0 < R ? t.n - row0 : R) * P::row_bytes(nb));
-    }
-  }
-  const XCodes xc = matvec_x<kRaw, T>(x, 256 * nb);
-  for (int64_t u = first_unit; u < units; u += static_cast<int64_t>(gridDim.x) * kCtaWarps) {
-    int64_t row0 = 0;
-    const MatvecTarget& t = unit_rows(u, &row0);
-    const int64_t n = t.n;
-    if (row0 >= n) continue;  // the whole warp; no barriers below
-    const uint8_t* wrow[R];
-    row_pointers<P, R>(t.w, n, nb, row0, wrow);
+  const int64_t row0 = (cta * kWarps + threadIdx.x / 32) * R;
+  if (row0 >= n) return;  // the whole warp; it touches nothing
+  // Launched as a dependent: this CTA may start while the quantization
+  // before it runs, but reads nothing before it has finished. (Loading or
+  // prefetching the first weights before this wait measured slower on the
+  // H200: more registers in the loop, more L2 requests.) No
+  // allow_dependents(): CTAs of the next kernel parked on the SMs early made
+  // this grid's last CTAs start late.
+  const XCodes xc = matvec_x<false, T>(x, 256 * nb);
+  const uint8_t* wrow[R];
+  row_pointers<P, R>(t.w, n, nb, row0, wrow);
 
-    float acc[R][MT] = {};
-    for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
-      const int64_t blk = b0 + slot;
-      if (blk < nb) {  // this lane only: no shuffles inside the loop
-        typename P::W wv[R];
-        load_step<P, R>(wrow, nb, blk, part, wv);
-        step<P, MT, R>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, m, acc);
-      }
+  float acc[R][MT] = {};
+  for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
+    const int64_t blk = b0 + slot;
+    if (blk < nb) {  // this lane only: no shuffles inside the loop
+      typename P::W wv[R];
+      load_step<P, R>(wrow, nb, blk, part, wv);
+      step<P, MT, R>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, m, acc);
     }
-    store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
   }
+  store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
 }
 
 template <class P, typename T>
 cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m,
-                         int sm_count, cudaStream_t s) {
+                         cudaStream_t s) {
+  if (x.raw) return cudaErrorInvalidValue;  // fits_in_cta_quantization says no for these types
   constexpr int R = kRowsPerWarp;
   const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
-  const unsigned items = ts.first_cta[count];
-  if (x.raw) {
-    constexpr int kThreads = raw_cta_warps<P>() * 32;
-    const auto kernel = matvec_kernel<P, 1, R, true, T>;
-    const size_t smem = static_cast<size_t>(smem_x_bytes(256 * nb));
-    const unsigned ctas = (items + raw_cta_warps<P>() / kWarps - 1) / (raw_cta_warps<P>() / kWarps);
-    const dim3 grid(resident_grid(kernel, kThreads, smem, sm_count, ctas));
-    return cuda_pdl::launch_dependent(kernel, grid, dim3(kThreads), smem, s, ts, nb, x, 1);
-  }
-  const dim3 grid(items), block(kWarps * 32);
-  if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, false, T>, grid, block, 0, s, ts, nb, x, m);
-  return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, false, T>, grid, block, 0, s, ts, nb, x, 1);
+  const dim3 grid(ts.first_cta[count]), block(kWarps * 32);
+  if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, x, m);
+  return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, ts, nb, x, 1);
 }
 
 // Calls f(P{}) for a type with has_fast_matvec.
@@ -204,7 +166,7 @@ void dispatch_fast(uint32_t type, F&& f) {
 }  // namespace
 
 int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k,
-                             const MatvecX& x, int64_t m, bool bf16, int sm_count, void* stream) {
+                             const MatvecX& x, int64_t m, bool bf16, void* stream) {
   if (k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);  // m, count, n: checked by the caller
   auto s = static_cast<cudaStream_t>(stream);
   const int mi = static_cast<int>(m);
@@ -212,9 +174,9 @@ int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int cou
   dispatch_fast(type, [&](auto p) {
     using P = decltype(p);
     if (bf16)
-      rc = launch_typed<P, __nv_bfloat16>(targets, count, k / 256, x, mi, sm_count, s);
+      rc = launch_typed<P, __nv_bfloat16>(targets, count, k / 256, x, mi, s);
     else
-      rc = launch_typed<P, __half>(targets, count, k / 256, x, mi, sm_count, s);
+      rc = launch_typed<P, __half>(targets, count, k / 256, x, mi, s);
   });
   return static_cast<int>(rc);
 }

@@ -14,9 +14,10 @@ constexpr bool has_fast_matvec(uint32_t ggml_type) {
 }
 
 // launch_matvec_multi (kernels.hpp) for a type with has_fast_matvec: k is a
-// multiple of 256; w and x's pointers are 16-byte aligned. Launched as a
+// multiple of 256; w and x's pointers are 16-byte aligned; x is quantized
+// (not raw). Launched as a
 // dependent of the kernel before (core/common/cuda_pdl.cuh).
 int launch_fast_matvec_multi(uint32_t ggml_type, const MatvecTarget* targets, int count, int64_t k,
-                             const MatvecX& x, int64_t m, bool bf16, int sm_count, void* stream);
+                             const MatvecX& x, int64_t m, bool bf16, void* stream);
 
 }  // namespace aph::gguf::cuda

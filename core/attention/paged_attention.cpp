@@ -66,6 +66,17 @@ void check_args(const PagedAttentionArgs& a) {
     require(a.slot_mapping != nullptr, "slot_mapping is required");
     require(a.k_cache != nullptr && a.v_cache != nullptr, "k_cache and v_cache are required");
   }
+  if (a.rope.inv_freq != nullptr) {
+    require(!cpu, "rope (the KV write's rotation) is CUDA-only");
+    const FusedRope& r = a.rope;
+    require(r.positions != nullptr && r.q_rot != nullptr && a.q != nullptr, "rope needs positions, q and q_rot");
+    require(r.rotary_dim > 0 && r.rotary_dim % 2 == 0 && r.rotary_dim <= L.head_dim,
+            "rope.rotary_dim must be even and at most head_dim");
+    require(r.q_stride >= static_cast<int64_t>(a.num_heads) * L.head_dim &&
+                r.k_stride >= static_cast<int64_t>(L.num_kv_heads) * L.head_dim &&
+                r.v_stride >= static_cast<int64_t>(L.num_kv_heads) * L.head_dim,
+            "rope row strides must cover the heads");
+  }
   if (a.n_seqs > 0) {
     require(a.q != nullptr && a.out != nullptr, "q and out are required");
     require(a.query_start != nullptr && a.context_lens != nullptr, "query_start and context_lens are required");
@@ -101,14 +112,19 @@ void run_cuda(const PagedAttentionArgs& a) {
     counters = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(a.workspace) + partials);
     n_counters = static_cast<int64_t>(a.n_seqs) * a.num_heads;
   }
+  const bool rope = a.rope.inv_freq != nullptr;
   if (a.n_tokens > 0) {
-    check_launch(cuda::launch_write_kv_cache(a, counters, n_counters, stream), "KV cache write");
+    check_launch(rope ? cuda::launch_rope_write_kv_cache(a, counters, n_counters, stream)
+                      : cuda::launch_write_kv_cache(a, counters, n_counters, stream),
+                 "KV cache write");
   }
   if (a.n_seqs == 0 || a.n_tokens == 0) return;  // no token, nothing to attend for
+  PagedAttentionArgs b = a;
+  if (rope) b.q = a.rope.q_rot;  // the write left the rotated q there
   // Decode CTAs of sequences with q_len != 1 exit at once, and prefill CTAs
   // skip q_len == 1, so a mixed batch takes both paths in two launches.
-  check_launch(cuda::launch_decode(a, splits, counters, stream), "decode attention");
-  if (a.max_query_len > 1) check_launch(cuda::launch_prefill(a, stream), "prefill attention");
+  check_launch(cuda::launch_decode(b, splits, counters, stream), "decode attention");
+  if (b.max_query_len > 1) check_launch(cuda::launch_prefill(b, stream), "prefill attention");
 }
 #endif
 

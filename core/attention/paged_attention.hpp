@@ -17,6 +17,24 @@ struct KvLayout {
 };
 
 // All pointers live on `device` (host memory when APH_DEVICE_CPU).
+// CUDA only: RoPE done by the KV write (one kernel a layer fewer than a
+// separate rope). When inv_freq is set, q, k and v are this step's
+// projections before rotation, rows of q_stride / k_stride / v_stride
+// elements; the write stores rotated k (and v) into the cache and rotated q
+// into q_rot [n_tokens, num_heads, head_dim], which the attention reads. The
+// rotation is the ops rope_qkv's (core/ops/ops.hpp), rounded to the act
+// dtype before the cache conversion, so the cache holds what rope_qkv + the
+// plain write would store.
+struct FusedRope {
+  const float* inv_freq = nullptr;      // [rotary_dim / 2], scaling applied
+  const int32_t* positions = nullptr;   // [n_tokens]
+  int32_t rotary_dim = 0;               // even, <= head_dim; the rest passes through
+  bool interleaved = false;             // adjacent pairs (GGUF) or NEOX halves (HF)
+  float mscale = 1.0f;
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0;
+  void* q_rot = nullptr;
+};
+
 struct PagedAttentionArgs {
   int32_t device = APH_DEVICE_CPU;
   aph_dtype act_dtype = APH_DTYPE_F32;  // q, k, v, out
@@ -44,6 +62,7 @@ struct PagedAttentionArgs {
   // Scratch for split-K decode on CUDA (bytes from paged_attention_workspace_bytes).
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  FusedRope rope;  // CUDA: optional (rope.inv_freq set)
 };
 
 // Writes this step's k/v into their cache slots, then computes causal

@@ -14,6 +14,11 @@ namespace aph::attention::cuda {
 cudaError_t launch_write_kv_cache(const PagedAttentionArgs& args, int32_t* counters,
                                   int64_t n_counters, cudaStream_t stream);
 
+// The same, with args.rope set: rotates q into args.rope.q_rot and k on its
+// way into the cache (RoPE fused into the write).
+cudaError_t launch_rope_write_kv_cache(const PagedAttentionArgs& args, int32_t* counters,
+                                       int64_t n_counters, cudaStream_t stream);
+
 // Flash-decoding for sequences with q_len == 1: `splits` CTAs per (sequence,
 // head group) each cover a slice of the context computed on the device from
 // context_lens; with splits > 1 they leave partials in args.workspace and the

@@ -1,6 +1,7 @@
 // Stores this step's K/V into the paged cache: one thread per 8 elements
 // (a 16-byte load of f16/bf16 activations). Launched as a dependent
 // (core/common/cuda_pdl.cuh): its launch overlaps the rope before it.
+#include <algorithm>
 #include <type_traits>
 
 #include "core/attention/cuda/attention_kernels.h"
@@ -72,9 +73,137 @@ __global__ void write_kv_cache_kernel(const ActT* __restrict__ k, const ActT* __
   store8<KvT>(f, v_cache + dst, v_scale);
 }
 
+// One value into a cache element, rounded to the act dtype first: the plain
+// write stores what rope_qkv left in the act dtype.
+template <typename ActT, typename KvT>
+__device__ __forceinline__ void store1(float v, uint8_t* dst, float scale) {
+  const float r = to_float<ActT>(from_float<ActT>(v));
+  if constexpr (kIsFp8<KvT>) {
+    *dst = __nv_cvt_float_to_fp8(r / scale, __NV_SATFINITE, KvTraits<KvT>::kInterp);
+  } else {
+    *reinterpret_cast<KvT*>(dst) = from_float<KvT>(r);
+  }
+}
+
+struct RopeWrite {
+  const void* q;
+  const void* k;
+  const void* v;
+  int64_t q_stride, k_stride, v_stride;
+  void* q_rot;
+  uint8_t* k_cache;
+  uint8_t* v_cache;
+  const int64_t* slot_mapping;
+  int64_t total_slots;
+  const int32_t* positions;
+  const float* inv_freq;
+  int32_t num_heads, num_kv_heads, head_dim, rotary_dim;
+  bool interleaved;
+  float mscale, k_scale, v_scale;
+  int32_t* counters;
+  int64_t n_counters;
+};
+
+// Grid (token, slice), like ops' rope kernel: a token's (head, pair) items
+// spread over gridDim.y blocks of threads. Each thread rotates whole pairs
+// (both elements read before either is written: q_rot may be q) with the
+// same arithmetic as that kernel, then stores them: q rows into q_rot, k
+// rows into the token's cache slot; v is copied into its slot.
+template <typename ActT, typename KvT>
+__global__ void rope_write_kv_kernel(RopeWrite a) {
+  cuda_pdl::allow_dependents();  // the decode kernel after it
+  cuda_pdl::wait_for_producer();
+  constexpr int kB = KvTraits<KvT>::kBytes;
+  const int64_t t = blockIdx.x;
+  const int stride = gridDim.y * blockDim.x;
+  const int first = blockIdx.y * blockDim.x + threadIdx.x;
+  // The decode kernel that follows on the stream counts finished splits here.
+  const int64_t g = (static_cast<int64_t>(blockIdx.x) * gridDim.y + blockIdx.y) * blockDim.x + threadIdx.x;
+  const int64_t threads = static_cast<int64_t>(gridDim.x) * gridDim.y * blockDim.x;
+  for (int64_t j = g; j < a.n_counters; j += threads) a.counters[j] = 0;
+
+  const int H = a.num_heads, KVH = a.num_kv_heads, HD = a.head_dim;
+  const int64_t slot = a.slot_mapping[t];
+  const bool store = slot >= 0 && slot < a.total_slots;  // padding tokens store nothing
+  const ActT* qin = static_cast<const ActT*>(a.q) + t * a.q_stride;
+  const ActT* kin = static_cast<const ActT*>(a.k) + t * a.k_stride;
+  ActT* qout = static_cast<ActT*>(a.q_rot) + t * H * HD;
+  uint8_t* kdst = a.k_cache + static_cast<size_t>(slot) * KVH * HD * kB;
+  uint8_t* vdst = a.v_cache + static_cast<size_t>(slot) * KVH * HD * kB;
+  // Element j of head hd (q heads first, then k heads) after rotation.
+  auto put = [&](int hd, int j, float val) {
+    if (hd < H) {
+      qout[hd * HD + j] = from_float<ActT>(val);
+    } else if (store) {
+      store1<ActT, KvT>(val, kdst + (static_cast<size_t>(hd - H) * HD + j) * kB, a.k_scale);
+    }
+  };
+  auto src_of = [&](int hd) { return hd < H ? qin + hd * HD : kin + (hd - H) * HD; };
+  const int half = a.rotary_dim / 2;
+  const float pos = static_cast<float>(a.positions[t]);
+  for (int idx = first; idx < (H + KVH) * half; idx += stride) {
+    const int hd = idx / half, i = idx % half;
+    const ActT* src = src_of(hd);
+    float sn, cs;
+    sincosf(pos * a.inv_freq[i], &sn, &cs);
+    cs *= a.mscale;
+    sn *= a.mscale;
+    const int ia = a.interleaved ? 2 * i : i;
+    const int ib = a.interleaved ? 2 * i + 1 : i + half;
+    const float x0 = to_float<ActT>(src[ia]), x1 = to_float<ActT>(src[ib]);
+    put(hd, ia, x0 * cs - x1 * sn);
+    put(hd, ib, x1 * cs + x0 * sn);
+  }
+  const int pass = HD - a.rotary_dim;
+  for (int idx = first; idx < (H + KVH) * pass; idx += stride) {
+    const int hd = idx / pass, j = a.rotary_dim + idx % pass;
+    put(hd, j, to_float<ActT>(src_of(hd)[j]));
+  }
+  if (store) {
+    const ActT* vin = static_cast<const ActT*>(a.v) + t * a.v_stride;
+    for (int j = first; j < KVH * HD; j += stride) store1<ActT, KvT>(to_float<ActT>(vin[j]), vdst + j * kB, a.v_scale);
+  }
+}
+
+template <typename ActT, typename KvT>
+cudaError_t launch_rope_typed(const PagedAttentionArgs& a, int32_t* counters, int64_t n_counters,
+                              cudaStream_t stream) {
+  const FusedRope& r = a.rope;
+  RopeWrite w{};
+  w.q = a.q;
+  w.k = a.k;
+  w.v = a.v;
+  w.q_stride = r.q_stride;
+  w.k_stride = r.k_stride;
+  w.v_stride = r.v_stride;
+  w.q_rot = r.q_rot;
+  w.k_cache = static_cast<uint8_t*>(a.k_cache);
+  w.v_cache = static_cast<uint8_t*>(a.v_cache);
+  w.slot_mapping = a.slot_mapping;
+  w.total_slots = static_cast<int64_t>(a.layout.num_blocks) * a.layout.block_size;
+  w.positions = r.positions;
+  w.inv_freq = r.inv_freq;
+  w.num_heads = a.num_heads;
+  w.num_kv_heads = a.layout.num_kv_heads;
+  w.head_dim = a.layout.head_dim;
+  w.rotary_dim = r.rotary_dim;
+  w.interleaved = r.interleaved;
+  w.mscale = r.mscale;
+  w.k_scale = a.k_scale;
+  w.v_scale = a.v_scale;
+  w.counters = counters;
+  w.n_counters = n_counters;
+  // 128 (head, pair) items a block, as ops' rope: a decode token of 40 heads
+  // x 64 pairs fills 20 blocks.
+  const int items = (a.num_heads + a.layout.num_kv_heads) * (r.rotary_dim / 2);
+  const dim3 grid(static_cast<unsigned>(a.n_tokens), static_cast<unsigned>(std::max(1, (items + 127) / 128)));
+  return cuda_pdl::launch_dependent(rope_write_kv_kernel<ActT, KvT>, grid, dim3(128), 0, stream, w);
+}
+
 template <typename ActT, typename KvT>
 cudaError_t launch_typed(const PagedAttentionArgs& a, int32_t* counters, int64_t n_counters,
                          cudaStream_t stream) {
+  if (a.rope.inv_freq != nullptr) return launch_rope_typed<ActT, KvT>(a, counters, n_counters, stream);
   const int32_t row_chunks = a.layout.num_kv_heads * a.layout.head_dim / 8;
   const int64_t n_chunks = static_cast<int64_t>(a.n_tokens) * row_chunks;
   const int threads = 256;
@@ -100,6 +229,12 @@ cudaError_t launch_act(const PagedAttentionArgs& a, int32_t* counters, int64_t n
 }
 
 }  // namespace
+
+cudaError_t launch_rope_write_kv_cache(const PagedAttentionArgs& a, int32_t* counters,
+                                       int64_t n_counters, cudaStream_t stream) {
+  if (a.rope.inv_freq == nullptr) return cudaErrorInvalidValue;
+  return launch_write_kv_cache(a, counters, n_counters, stream);  // launch_typed takes the rope form
+}
 
 cudaError_t launch_write_kv_cache(const PagedAttentionArgs& a, int32_t* counters,
                                   int64_t n_counters, cudaStream_t stream) {

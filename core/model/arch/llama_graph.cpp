@@ -71,6 +71,9 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
   rope.interleaved = setup_.rope_interleaved;
   rope.mscale = setup_.rope_mscale;
 
+  // On CUDA the attention's KV write applies RoPE (one kernel a layer fewer);
+  // the CPU runs rope_qkv and then the plain write.
+  const bool fused_rope = setup_.device != APH_DEVICE_CPU;
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = layers_[i];
     if (i == 0) {
@@ -79,13 +82,27 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
       ops::add_rms_norm(ex, residual, delta, l.attn_norm, norm_eps_, normed);
     }
     ProjectionGroup::Outputs qkv = l.qkv->forward(ex, normed);
-    ops::QkvIn in{qkv.ptr[0], qkv.ptr[1], qkv.ptr[2], qkv.stride[0], qkv.stride[1], qkv.stride[2]};
-    ops::rope_qkv(ex, rope, in, ctx.positions, setup_.inv_freq, q, k, v);
-
     attention::PagedAttentionArgs a = ctx.attention;
-    a.q = q.data();
-    a.k = k.data();
-    a.v = v.data();
+    if (fused_rope) {  // the KV write rotates q and k itself
+      a.q = qkv.ptr[0];
+      a.k = qkv.ptr[1];
+      a.v = qkv.ptr[2];
+      a.rope.inv_freq = setup_.inv_freq.as<float>();
+      a.rope.positions = ctx.positions.as<int32_t>();
+      a.rope.rotary_dim = rope.rotary_dim;
+      a.rope.interleaved = rope.interleaved;
+      a.rope.mscale = rope.mscale;
+      a.rope.q_stride = qkv.stride[0];
+      a.rope.k_stride = qkv.stride[1];
+      a.rope.v_stride = qkv.stride[2];
+      a.rope.q_rot = q.data();
+    } else {
+      ops::QkvIn in{qkv.ptr[0], qkv.ptr[1], qkv.ptr[2], qkv.stride[0], qkv.stride[1], qkv.stride[2]};
+      ops::rope_qkv(ex, rope, in, ctx.positions, setup_.inv_freq, q, k, v);
+      a.q = q.data();
+      a.k = k.data();
+      a.v = v.data();
+    }
     a.out = attn_out.data();
     a.k_cache = (*ctx.kv)[i].k.data();
     a.v_cache = (*ctx.kv)[i].v.data();

@@ -66,12 +66,76 @@ struct GpuRun {
   std::vector<uint8_t> k_cache, v_cache;
 };
 
+// RoPE fused into the KV write (PagedAttentionArgs::rope): the GPU gets q
+// and k before rotation, as one fused-QKV row per token ([q | k | v]), and
+// must rotate them into what the CPU reference is given.
+struct RopeCase {
+  int32_t rotary_dim = 0;
+  bool interleaved = false;
+  float mscale = 1.0f;
+};
+struct RopeInputs {
+  RopeCase c;
+  std::vector<float> qkv;  // [n_tokens, (heads + 2 kv_heads) * d], unrotated q and k
+  std::vector<int32_t> positions;
+  std::vector<float> inv_freq;
+};
+
+// Rotates the rows of x ([tokens, heads, d]) by -angle (inverse = true) or
+// +angle, as rope_qkv does.
+void rotate(std::vector<float>& x, int64_t heads, int64_t d, const RopeInputs& r, bool inverse) {
+  const int half = r.c.rotary_dim / 2;
+  for (size_t t = 0; t < r.positions.size(); ++t)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int i = 0; i < half; ++i) {
+        const float ang = static_cast<float>(r.positions[t]) * r.inv_freq[i];
+        const float c = std::cos(ang) * r.c.mscale, sn = (inverse ? -1.0f : 1.0f) * std::sin(ang) * r.c.mscale;
+        const int64_t ia = r.c.interleaved ? 2 * i : i, ib = r.c.interleaved ? 2 * i + 1 : i + half;
+        float& a = x[(t * heads + h) * d + ia];
+        float& b = x[(t * heads + h) * d + ib];
+        const float a0 = a, b0 = b;
+        // The inverse of a scaled rotation divides by mscale^2.
+        const float s2 = inverse ? r.c.mscale * r.c.mscale : 1.0f;
+        a = (a0 * c - b0 * sn) / s2;
+        b = (b0 * c + a0 * sn) / s2;
+      }
+}
+
+// The unrotated inputs whose rotation is p.q / p.k (what the CPU gets).
+RopeInputs rope_inputs(const Problem& p, const RopeCase& c) {
+  RopeInputs r;
+  r.c = c;
+  const auto& sp = p.spec;
+  for (int i = 0; i < c.rotary_dim / 2; ++i)
+    r.inv_freq.push_back(std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(c.rotary_dim)));
+  r.positions.assign(p.n_tokens, 0);  // padding tokens stay at 0
+  for (size_t s = 0; s + 1 < p.query_start.size(); ++s) {
+    const int32_t q_len = p.query_start[s + 1] - p.query_start[s];
+    for (int32_t i = 0; i < q_len; ++i) r.positions[p.query_start[s] + i] = p.context_lens[s] - q_len + i;
+  }
+  std::vector<float> q = p.q, k = p.k;
+  rotate(q, sp.num_heads, sp.head_dim, r, true);
+  rotate(k, sp.num_kv_heads, sp.head_dim, r, true);
+  const int64_t qw = int64_t{sp.num_heads} * sp.head_dim, kw = int64_t{sp.num_kv_heads} * sp.head_dim;
+  r.qkv.resize(p.n_tokens * (qw + 2 * kw));
+  for (int64_t t = 0; t < p.n_tokens; ++t) {
+    float* row = r.qkv.data() + t * (qw + 2 * kw);
+    std::copy_n(q.data() + t * qw, qw, row);
+    std::copy_n(k.data() + t * kw, kw, row + qw);
+    std::copy_n(p.v.data() + t * kw, kw, row + qw + kw);
+  }
+  return r;
+}
+
 // Runs the problem on the GPU; with capture_max_ctx > 0 the call is captured
 // in a CUDA graph planned for that max_context_len and then replayed.
 // workspace_cap (bytes) forces a plan with fewer splits; 0 means no workspace.
 void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx = 0,
-             int64_t workspace_cap = -1) {
+             int64_t workspace_cap = -1, const RopeInputs* rope = nullptr) {
   DeviceBuffer<uint16_t> q(to_act(p.q, act)), k(to_act(p.k, act)), v(to_act(p.v, act));
+  DeviceBuffer<uint16_t> qkv(rope ? to_act(rope->qkv, act) : std::vector<uint16_t>{});
+  DeviceBuffer<int32_t> pos(rope ? rope->positions : std::vector<int32_t>{});
+  DeviceBuffer<float> inv_freq(rope ? rope->inv_freq : std::vector<float>{});
   DeviceBuffer<uint16_t> out(p.q.size());
   DeviceBuffer<uint8_t> kc(p.k_cache), vc(p.v_cache);
   DeviceBuffer<int32_t> qs(p.query_start), cl(p.context_lens), bt(p.block_tables);
@@ -110,6 +174,19 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
   a.softmax_scale = 1.0f / std::sqrt(static_cast<float>(p.spec.head_dim));
   a.workspace = ws_bytes > 0 ? ws.ptr : nullptr;
   a.workspace_bytes = ws_bytes;
+  if (rope) {
+    const int64_t qw = int64_t{p.spec.num_heads} * p.spec.head_dim, kw = int64_t{p.spec.num_kv_heads} * p.spec.head_dim;
+    a.q = qkv.ptr;
+    a.k = qkv.ptr + qw;
+    a.v = qkv.ptr + qw + kw;
+    a.rope.inv_freq = inv_freq.ptr;
+    a.rope.positions = pos.ptr;
+    a.rope.rotary_dim = rope->c.rotary_dim;
+    a.rope.interleaved = rope->c.interleaved;
+    a.rope.mscale = rope->c.mscale;
+    a.rope.q_stride = a.rope.k_stride = a.rope.v_stride = qw + 2 * kw;
+    a.rope.q_rot = q.ptr;  // overwritten with the rotation
+  }
 
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
@@ -137,14 +214,17 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
   r.v_cache = vc.download();
 }
 
+// rope: the GPU rotates q and k itself (the K cache then differs from the
+// CPU's by rounding only, which the outputs check).
 void compare(const ProblemSpec& spec, aph_dtype act, int32_t capture_max_ctx = 0,
-             int64_t workspace_cap = -1) {
+             int64_t workspace_cap = -1, const RopeCase* rope = nullptr) {
   Problem p = testing::make_problem(spec);
   Problem cpu = p;  // the CPU run writes into its own caches
   std::vector<float> want(p.q.size(), 0.0f);
   paged_attention(cpu.args(want.data()));
   GpuRun got;
-  run_gpu(p, act, got, capture_max_ctx, workspace_cap);
+  const RopeInputs ri = rope ? rope_inputs(p, *rope) : RopeInputs{};
+  run_gpu(p, act, got, capture_max_ctx, workspace_cap, rope ? &ri : nullptr);
   if (::testing::Test::HasFatalFailure()) return;
 
   size_t bad_k = 0, bad_v = 0;
@@ -152,7 +232,9 @@ void compare(const ProblemSpec& spec, aph_dtype act, int32_t capture_max_ctx = 0
     bad_k += cpu.k_cache[i] != got.k_cache[i];
     bad_v += cpu.v_cache[i] != got.v_cache[i];
   }
-  EXPECT_EQ(bad_k, 0u) << "K cache bytes differ from the CPU write";
+  if (!rope) {
+    EXPECT_EQ(bad_k, 0u) << "K cache bytes differ from the CPU write";
+  }
   EXPECT_EQ(bad_v, 0u) << "V cache bytes differ from the CPU write";
 
   const size_t real = static_cast<size_t>(p.query_start.back()) * spec.num_heads * spec.head_dim;
@@ -290,6 +372,25 @@ TEST(PagedAttentionGpuShapes, SmallOrNoWorkspace) {
   s.seqs = {{1, 8192}, {1, 100}};
   compare(s, APH_DTYPE_BF16, 0, 0);
   compare(s, APH_DTYPE_BF16, 0, 2 * 32 * 3 * (128 + 2) * 4 + 2 * 32 * 4);  // room for 3 splits
+}
+
+// RoPE in the KV write: q and k arrive unrotated in fused-QKV rows; NEOX and
+// interleaved pairs, a partial rotary dim, yarn-style mscale; decode, prefill
+// and padding tokens; f16/bf16/fp8 caches.
+TEST(PagedAttentionGpuRope, FusedRotationMatchesRotatedInputs) {
+  const RopeCase cases[] = {{128, false, 1.0f}, {128, true, 1.0f}, {64, false, 1.0f}, {128, false, 1.2f}};
+  for (const RopeCase& rc : cases)
+    for (aph_dtype kv : {APH_DTYPE_BF16, APH_DTYPE_F8_E4M3}) {
+      ProblemSpec s = base({128, APH_DTYPE_BF16, kv}, 60 + rc.rotary_dim);
+      s.num_heads = 32;
+      s.num_kv_heads = 8;
+      s.seqs = {{1, 600}, {37, 37}, {1, 1}, {70, 133}, {1, 3000}};
+      s.padding_tokens = 2;
+      SCOPED_TRACE("rotary_dim " + std::to_string(rc.rotary_dim) + (rc.interleaved ? " interleaved" : " neox") +
+                   " mscale " + std::to_string(rc.mscale) + " kv " + dname(kv));
+      compare(s, APH_DTYPE_BF16, 0, -1, &rc);
+      compare(s, APH_DTYPE_BF16, /*capture_max_ctx=*/8192, -1, &rc);
+    }
 }
 
 TEST(PagedAttentionGpuErrors, BadHeadDimIsAnErrorNotACrash) {

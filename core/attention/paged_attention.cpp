@@ -114,9 +114,7 @@ void run_cuda(const PagedAttentionArgs& a) {
   }
   const bool rope = a.rope.inv_freq != nullptr;
   if (a.n_tokens > 0) {
-    check_launch(rope ? cuda::launch_rope_write_kv_cache(a, counters, n_counters, stream)
-                      : cuda::launch_write_kv_cache(a, counters, n_counters, stream),
-                 "KV cache write");
+    check_launch(cuda::launch_write_kv_cache(a, counters, n_counters, stream), "KV cache write");
   }
   if (a.n_seqs == 0 || a.n_tokens == 0) return;  // no token, nothing to attend for
   PagedAttentionArgs b = a;

@@ -8,6 +8,7 @@
 
 #include "aphrodite/plugin.h"
 #include "core/common/cuda_pdl.cuh"
+#include "core/common/rope_pair.cuh"
 #include "core/ops/kernels.hpp"
 
 namespace aph::ops::kernels {
@@ -174,15 +175,10 @@ __global__ void rope_kernel(RopeLaunch a) {
     const int hd = idx / half, i = idx % half;
     const T* src = hd < a.num_heads ? qin + hd * a.head_dim : kin + (hd - a.num_heads) * a.head_dim;
     T* dst = hd < a.num_heads ? qout + hd * a.head_dim : kout + (hd - a.num_heads) * a.head_dim;
-    float s, c;
-    sincosf(pos * a.inv_freq[i], &s, &c);
-    c *= a.mscale;
-    s *= a.mscale;
-    const int ia = a.interleaved ? 2 * i : i;
-    const int ib = a.interleaved ? 2 * i + 1 : i + half;
-    const float x0 = to_f(src[ia]), x1 = to_f(src[ib]);
-    dst[ia] = from_f<T>(x0 * c - x1 * s);
-    dst[ib] = from_f<T>(x1 * c + x0 * s);
+    const rope::Pair pr = rope::pair(pos, a.inv_freq, i, half, a.interleaved, a.mscale);
+    const float2 r = rope::rotate(pr, to_f(src[pr.a]), to_f(src[pr.b]));
+    dst[pr.a] = from_f<T>(r.x);
+    dst[pr.b] = from_f<T>(r.y);
   }
   const int pass = a.head_dim - a.rotary_dim;
   if (pass > 0) {

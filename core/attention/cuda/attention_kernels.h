@@ -10,14 +10,11 @@ namespace aph::attention::cuda {
 
 // Stores this step's K/V (act dtype) into their cache slots; slots < 0 or past
 // the cache are skipped (the host cannot check device-resident slot data).
-// Also zeroes the decode's n_counters split counters (none when null).
+// Also zeroes the decode's n_counters split counters (none when null). With
+// args.rope set it first rotates q into args.rope.q_rot and k on its way into
+// the cache (RoPE fused into the write).
 cudaError_t launch_write_kv_cache(const PagedAttentionArgs& args, int32_t* counters,
                                   int64_t n_counters, cudaStream_t stream);
-
-// The same, with args.rope set: rotates q into args.rope.q_rot and k on its
-// way into the cache (RoPE fused into the write).
-cudaError_t launch_rope_write_kv_cache(const PagedAttentionArgs& args, int32_t* counters,
-                                       int64_t n_counters, cudaStream_t stream);
 
 // Flash-decoding for sequences with q_len == 1: `splits` CTAs per (sequence,
 // head group) each cover a slice of the context computed on the device from

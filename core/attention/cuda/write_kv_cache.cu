@@ -7,6 +7,7 @@
 #include "core/attention/cuda/attention_kernels.h"
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/common/cuda_pdl.cuh"
+#include "core/common/rope_pair.cuh"
 
 namespace aph::attention::cuda {
 namespace {
@@ -106,8 +107,8 @@ struct RopeWrite {
 
 // Grid (token, slice), like ops' rope kernel: a token's (head, pair) items
 // spread over gridDim.y blocks of threads. Each thread rotates whole pairs
-// (both elements read before either is written: q_rot may be q) with the
-// same arithmetic as that kernel, then stores them: q rows into q_rot, k
+// (both elements read before either is written: q_rot may be q) with that
+// kernel's arithmetic (core/common/rope_pair.cuh), then stores them: q rows into q_rot, k
 // rows into the token's cache slot; v is copied into its slot.
 template <typename ActT, typename KvT>
 __global__ void rope_write_kv_kernel(RopeWrite a) {
@@ -144,15 +145,10 @@ __global__ void rope_write_kv_kernel(RopeWrite a) {
   for (int idx = first; idx < (H + KVH) * half; idx += stride) {
     const int hd = idx / half, i = idx % half;
     const ActT* src = src_of(hd);
-    float sn, cs;
-    sincosf(pos * a.inv_freq[i], &sn, &cs);
-    cs *= a.mscale;
-    sn *= a.mscale;
-    const int ia = a.interleaved ? 2 * i : i;
-    const int ib = a.interleaved ? 2 * i + 1 : i + half;
-    const float x0 = to_float<ActT>(src[ia]), x1 = to_float<ActT>(src[ib]);
-    put(hd, ia, x0 * cs - x1 * sn);
-    put(hd, ib, x1 * cs + x0 * sn);
+    const rope::Pair pr = rope::pair(pos, a.inv_freq, i, half, a.interleaved, a.mscale);
+    const float2 r = rope::rotate(pr, to_float<ActT>(src[pr.a]), to_float<ActT>(src[pr.b]));
+    put(hd, pr.a, r.x);
+    put(hd, pr.b, r.y);
   }
   const int pass = HD - a.rotary_dim;
   for (int idx = first; idx < (H + KVH) * pass; idx += stride) {
@@ -229,12 +225,6 @@ cudaError_t launch_act(const PagedAttentionArgs& a, int32_t* counters, int64_t n
 }
 
 }  // namespace
-
-cudaError_t launch_rope_write_kv_cache(const PagedAttentionArgs& a, int32_t* counters,
-                                       int64_t n_counters, cudaStream_t stream) {
-  if (a.rope.inv_freq == nullptr) return cudaErrorInvalidValue;
-  return launch_write_kv_cache(a, counters, n_counters, stream);  // launch_typed takes the rope form
-}
 
 cudaError_t launch_write_kv_cache(const PagedAttentionArgs& a, int32_t* counters,
                                   int64_t n_counters, cudaStream_t stream) {

@@ -4,6 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include "plugins/quant-gguf/cuda/kernels.hpp"
 
 namespace aph::gguf::cuda {
@@ -39,13 +43,26 @@ __device__ __forceinline__ const MatvecTarget& target_at(const MatvecTargets& ts
 
 // The grid of a matvec that quantizes x in every CTA: no more CTAs than are
 // resident at once, each looping over work items, so that x is quantized
-// once per CTA rather than once per item (at 8 rows an item, a 4096-wide
-// BF16 x is 8 KB of L2 reads against 18 KB of Q4_K weights).
+// once per CTA rather than once per item. The occupancy is a driver query
+// and eager decode launches a matvec per linear per step, so its answer is
+// kept per (kernel, shared memory); it depends on the kernel's registers and
+// the SM's limits, the same on every GPU of a server.
 template <typename Kernel>
 unsigned resident_grid(Kernel kernel, int threads, size_t smem, int sm_count, unsigned items) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, size_t>, int> per_sm_of;
   int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess || per_sm < 1)
-    per_sm = 1;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), smem);
+    auto it = per_sm_of.find(key);
+    if (it == per_sm_of.end()) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess || per_sm < 1)
+        per_sm = 1;
+      it = per_sm_of.emplace(key, per_sm).first;
+    }
+    per_sm = it->second;
+  }
   const unsigned resident = static_cast<unsigned>(per_sm) * static_cast<unsigned>(sm_count > 0 ? sm_count : 1);
   return items < resident ? items : resident;
 }

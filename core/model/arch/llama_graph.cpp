@@ -61,7 +61,7 @@ namespace {
 bool fused_rope_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("APH_FUSED_ROPE");
-    return v != nullptr && std::string(v) == "1";
+    return v == nullptr || std::string(v) != "0";
   }();
   return on;
 }
@@ -83,10 +83,9 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
   rope.interleaved = setup_.rope_interleaved;
   rope.mscale = setup_.rope_mscale;
 
-  // APH_FUSED_ROPE=1: on CUDA the attention's KV write applies RoPE (one
-  // kernel a layer fewer) instead of rope_qkv + the plain write. Off by
-  // default until it has run on the GPU (its test is in
-  // tests/gpu/attention); the CPU always takes the two steps.
+  // On CUDA the attention's KV write applies RoPE (one kernel a layer fewer)
+  // instead of rope_qkv + the plain write; APH_FUSED_ROPE=0 takes the two
+  // steps, as the CPU always does.
   const bool fused_rope = setup_.device != APH_DEVICE_CPU && fused_rope_enabled();
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = layers_[i];

@@ -308,8 +308,10 @@ TEST_P(PagedAttentionGpu, DecodeContexts) {
   compare(s, GetParam().act);
 }
 
+// 96 sequences x 2 KV heads are more (sequence, head) CTAs than an H200 has
+// SMs: the decode kernel's 128-thread CTAs; the smaller batches, 256.
 TEST_P(PagedAttentionGpu, DecodeBatches) {
-  for (int32_t batch : {1, 5, 64}) {
+  for (int32_t batch : {1, 5, 64, 96}) {
     ProblemSpec s = base(GetParam(), 100 + batch);
     for (int32_t i = 0; i < batch; ++i) s.seqs.push_back({1, 1 + (i * 977 + batch * 31) % 700});
     compare(s, GetParam().act);

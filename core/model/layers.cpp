@@ -95,6 +95,39 @@ void PluginLinear::forward_shared(const ops::Exec& exec, const std::vector<aph_q
                  " after it");
 }
 
+bool PluginLinear::forward_shared_rms_norm(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
+                                           const NormedInput& in, std::vector<Tensor>& ys) const {
+  const aph_quant_vtable* vt = plugin_.vtable;
+  // An optional trailing member: plugins built before it have a smaller vtable.
+  const size_t needed =
+      offsetof(aph_quant_vtable, linear_forward_shared_rms_norm) + sizeof(vt->linear_forward_shared_rms_norm);
+  if (vt->size < needed || vt->linear_forward_shared_rms_norm == nullptr) return false;
+  const int64_t m = in.residual->dim(0);
+  const aph_tensor rv = in.residual->view(), wv = in.weight->view();
+  aph_tensor dv{}, ov{};
+  if (in.delta) {
+    dv = in.delta->view();
+    ov = in.residual_out->view();
+  }
+  aph_rms_norm_input ni{};
+  ni.size = sizeof(ni);
+  ni.residual = &rv;
+  ni.delta = in.delta ? &dv : nullptr;
+  ni.weight = &wv;
+  ni.eps = in.eps;
+  ni.residual_out = in.delta ? &ov : nullptr;
+  std::vector<aph_tensor> yv;
+  for (Tensor& y : ys) yv.push_back(y.reshape({m, y.numel() / std::max<int64_t>(m, 1)}).view());
+  aph_error err{};
+  err.size = sizeof(err);
+  const aph_status st = vt->linear_forward_shared_rms_norm(handles.data(), static_cast<uint32_t>(handles.size()), &ni,
+                                                           yv.data(), exec.stream, &err);
+  if (st == APH_ERR_UNSUPPORTED) return false;
+  check(st, err, "plugin " + plugin_.name + " linears " + name_ + " and the " + std::to_string(handles.size() - 1) +
+                     " after it (RMSNorm input)");
+  return true;
+}
+
 uint64_t PluginLinear::device_bytes() const {
   return plugin_.vtable->linear_device_bytes ? plugin_.vtable->linear_device_bytes(handle_) : 0;
 }
@@ -155,6 +188,27 @@ ProjectionGroup::Outputs ProjectionGroup::forward(const ops::Exec& exec, const T
   }
   for (size_t i = 0; i < parts_.size(); ++i) parts_[i]->forward(exec, x, ys[i]);
   return out;
+}
+
+ProjectionGroup::Outputs ProjectionGroup::forward_rms_norm(const ops::Exec& exec, const NormedInput& in,
+                                                           Tensor& normed) const {
+  const int64_t m = in.residual->dim(0);
+  if (!shared_.empty() && m > 0) {
+    Outputs out;
+    std::vector<Tensor> ys;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      ys.push_back(part_out_[i].rows(0, m));
+      out.ptr[i] = ys.back().data();
+      out.stride[i] = parts_[i]->out_features();
+    }
+    if (static_cast<const PluginLinear&>(*parts_[0]).forward_shared_rms_norm(exec, shared_, in, ys)) return out;
+  }
+  if (in.delta) {
+    ops::add_rms_norm(exec, *in.residual, *in.delta, *in.weight, in.eps, normed, *in.residual_out);
+  } else {
+    ops::rms_norm(exec, *in.residual, *in.weight, in.eps, normed);
+  }
+  return forward(exec, normed);
 }
 
 uint64_t ProjectionGroup::device_bytes() const {

@@ -12,6 +12,18 @@
 
 namespace aph::model {
 
+// The input of a projection group that follows a residual add:
+// x = RMSNorm(residual + delta) * weight, with residual + delta stored in
+// residual_out (another buffer: readers of residual may still be running).
+// delta == nullptr: x = RMSNorm(residual) * weight, residual_out unused.
+struct NormedInput {
+  const Tensor* residual = nullptr;
+  const Tensor* delta = nullptr;
+  const Tensor* weight = nullptr;
+  float eps = 0.0f;
+  Tensor* residual_out = nullptr;
+};
+
 class Linear {
  public:
   Linear(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
@@ -62,6 +74,11 @@ class PluginLinear : public Linear {
   // shared_handles, this linear the first).
   void forward_shared(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles, const Tensor& x,
                       std::vector<Tensor>& ys) const;
+  // The same with x = RMSNorm(residual + delta) * weight, through the
+  // plugin's optional linear_forward_shared_rms_norm; false (nothing done)
+  // when the plugin has none or declines.
+  bool forward_shared_rms_norm(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
+                               const NormedInput& in, std::vector<Tensor>& ys) const;
   bool has_get_rows() const { return plugin_.vtable->linear_get_rows != nullptr; }
   // out[i, :] = W[ids[i], :] dequantized (quantized embedding tables).
   void get_rows(const ops::Exec& exec, const Tensor& ids, Tensor& out) const;
@@ -84,6 +101,10 @@ class ProjectionGroup {
                   std::vector<std::unique_ptr<Linear>> parts);
   void reserve(int64_t max_tokens, aph_dtype dtype, int32_t device);
   Outputs forward(const ops::Exec& exec, const Tensor& x) const;
+  // forward(RMSNorm(residual + delta) * weight): the quant plugin folds the
+  // norm into its x when it can, else add_rms_norm (or rms_norm) writes
+  // `normed` first. Either way in.residual_out holds residual + delta after.
+  Outputs forward_rms_norm(const ops::Exec& exec, const NormedInput& in, Tensor& normed) const;
   uint64_t device_bytes() const;
 
  private:

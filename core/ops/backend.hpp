@@ -7,8 +7,8 @@
 namespace aph::ops::cpu {
 void embedding(const Exec& exec, const Tensor& table, const Tensor& ids, Tensor& out);
 void rms_norm(const Exec& exec, const Tensor& x, const Tensor& weight, float eps, Tensor& out);
-void add_rms_norm(const Exec& exec, Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
-                  Tensor& out);
+void add_rms_norm(const Exec& exec, const Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
+                  Tensor& out, Tensor& residual_out);
 void rope_qkv(const Exec& exec, const RopeParams& p, const QkvIn& in, const Tensor& positions,
               const Tensor& inv_freq, Tensor& q_out, Tensor& k_out, Tensor& v_out);
 void silu_mul(const Exec& exec, const void* gate, const void* up, int64_t in_stride, Tensor& out);
@@ -20,8 +20,8 @@ void convert(const Exec& exec, const Tensor& in, Tensor& out);
 namespace aph::ops::cuda {
 void embedding(const Exec& exec, const Tensor& table, const Tensor& ids, Tensor& out);
 void rms_norm(const Exec& exec, const Tensor& x, const Tensor& weight, float eps, Tensor& out);
-void add_rms_norm(const Exec& exec, Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
-                  Tensor& out);
+void add_rms_norm(const Exec& exec, const Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
+                  Tensor& out, Tensor& residual_out);
 void rope_qkv(const Exec& exec, const RopeParams& p, const QkvIn& in, const Tensor& positions,
               const Tensor& inv_freq, Tensor& q_out, Tensor& k_out, Tensor& v_out);
 void silu_mul(const Exec& exec, const void* gate, const void* up, int64_t in_stride, Tensor& out);

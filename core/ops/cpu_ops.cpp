@@ -68,15 +68,16 @@ void rms_norm(const Exec& exec, const Tensor& x, const Tensor& weight, float eps
   });
 }
 
-void add_rms_norm(const Exec& exec, Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
-                  Tensor& out) {
+void add_rms_norm(const Exec& exec, const Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
+                  Tensor& out, Tensor& residual_out) {
   const int64_t h = residual.dim(-1), m = residual.numel() / h;
   parallel_for(exec.pool, m, 8, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
-      float* res = residual.as<float>() + r * h;
+      const float* res = residual.as<float>() + r * h;
       const float* d = delta.as<float>() + r * h;
-      for (int64_t i = 0; i < h; ++i) res[i] += d[i];
-      norm_row(res, weight.as<float>(), eps, h, out.as<float>() + r * h);
+      float* sum = residual_out.as<float>() + r * h;
+      for (int64_t i = 0; i < h; ++i) sum[i] = res[i] + d[i];
+      norm_row(sum, weight.as<float>(), eps, h, out.as<float>() + r * h);
     }
   });
 }

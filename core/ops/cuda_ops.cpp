@@ -43,11 +43,11 @@ void rms_norm(const Exec& exec, const Tensor& x, const Tensor& weight, float eps
         "rms_norm");
 }
 
-void add_rms_norm(const Exec& exec, Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
-                  Tensor& out) {
+void add_rms_norm(const Exec& exec, const Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
+                  Tensor& out, Tensor& residual_out) {
   const int64_t h = residual.dim(-1);
   check(kernels::add_rms_norm(residual.data(), delta.data(), weight.as<float>(), eps, residual.numel() / h, h,
-                              out.data(), residual.dtype(), exec.stream),
+                              out.data(), residual_out.data(), residual.dtype(), exec.stream),
         "add_rms_norm");
 }
 

@@ -112,10 +112,14 @@ __global__ void rms_norm_kernel(const T* x, const float* w, float eps, int64_t h
 }
 
 template <typename T>
-__global__ void add_rms_norm_kernel(T* residual, const T* delta, const float* w, float eps, int64_t h, T* out) {
+__global__ void add_rms_norm_kernel(const T* residual, const T* delta, const float* w, float eps, int64_t h, T* out,
+                                    T* residual_out) {
   cuda_pdl::allow_dependents();
   cuda_pdl::wait_for_producer();
-  T* r = residual + blockIdx.x * h;
+  // r and r_out may be one row (in place): each element is read before its
+  // own thread stores it.
+  const T* r = residual + blockIdx.x * h;
+  T* r_out = residual_out + blockIdx.x * h;
   const T* d = delta + blockIdx.x * h;
   T* o = out + blockIdx.x * h;
   if (h <= kNormRegs * static_cast<int64_t>(blockDim.x)) {
@@ -135,7 +139,7 @@ __global__ void add_rms_norm_kernel(T* residual, const T* delta, const float* w,
       v[u] = to_f(s);
       ss += v[u] * v[u];
       const int64_t j = threadIdx.x + static_cast<int64_t>(u) * blockDim.x;
-      if (j < h) r[j] = s;
+      if (j < h) r_out[j] = s;
     }
     store_normed(v, wv, ss, eps, h, o);
     return;
@@ -144,12 +148,12 @@ __global__ void add_rms_norm_kernel(T* residual, const T* delta, const float* w,
   for (int64_t j = threadIdx.x; j < h; j += blockDim.x) {
     // Round the sum to the storage type first, as the reference model does.
     T s = from_f<T>(to_f(r[j]) + to_f(d[j]));
-    r[j] = s;
+    r_out[j] = s;
     float v = to_f(s);
     ss += v * v;
   }
   const float inv = rsqrtf(block_sum(ss) / static_cast<float>(h) + eps);
-  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) o[j] = from_f<T>(to_f(r[j]) * inv * w[j]);
+  for (int64_t j = threadIdx.x; j < h; j += blockDim.x) o[j] = from_f<T>(to_f(r_out[j]) * inv * w[j]);
 }
 
 // Grid (token, slice): the (head, pair) items of one token are spread over
@@ -355,14 +359,14 @@ int rms_norm(const void* x, const float* w, float eps, int64_t m, int64_t h, voi
   });
 }
 
-int add_rms_norm(void* residual, const void* delta, const float* w, float eps, int64_t m, int64_t h, void* out,
-                 int dtype, void* stream) {
+int add_rms_norm(const void* residual, const void* delta, const float* w, float eps, int64_t m, int64_t h, void* out,
+                 void* residual_out, int dtype, void* stream) {
   if (m == 0) return 0;
   return dispatch(dtype, [&](auto t) {
     using T = decltype(t);
     cuda_pdl::launch_dependent(add_rms_norm_kernel<T>, dim3(static_cast<unsigned>(m)), dim3(norm_threads(h)), 0,
-                               S(stream), static_cast<T*>(residual), static_cast<const T*>(delta), w, eps, h,
-                               static_cast<T*>(out));
+                               S(stream), static_cast<const T*>(residual), static_cast<const T*>(delta), w, eps, h,
+                               static_cast<T*>(out), static_cast<T*>(residual_out));
   });
 }
 

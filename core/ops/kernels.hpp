@@ -10,8 +10,9 @@ namespace aph::ops::kernels {
 int embedding(const void* table, int table_dtype, const int32_t* ids, int64_t m, int64_t vocab, int64_t h, void* out,
               int out_dtype, void* stream);
 int rms_norm(const void* x, const float* w, float eps, int64_t m, int64_t h, void* out, int dtype, void* stream);
-int add_rms_norm(void* residual, const void* delta, const float* w, float eps, int64_t m, int64_t h, void* out,
-                 int dtype, void* stream);
+// residual_out = residual + delta (may be residual itself); out = its RMSNorm.
+int add_rms_norm(const void* residual, const void* delta, const float* w, float eps, int64_t m, int64_t h, void* out,
+                 void* residual_out, int dtype, void* stream);
 struct RopeLaunch {
   const void* q; const void* k; const void* v;
   int64_t q_stride, k_stride, v_stride;

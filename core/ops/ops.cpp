@@ -77,13 +77,20 @@ void rms_norm(const Exec& exec, const Tensor& x, const Tensor& weight, float eps
 
 void add_rms_norm(const Exec& exec, Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
                   Tensor& out) {
-  same_device("add_rms_norm", exec, {&residual, &delta, &weight, &out});
+  add_rms_norm(exec, residual, delta, weight, eps, out, residual);
+}
+
+void add_rms_norm(const Exec& exec, const Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
+                  Tensor& out, Tensor& residual_out) {
+  same_device("add_rms_norm", exec, {&residual, &delta, &weight, &out, &residual_out});
   check_act("add_rms_norm", exec, residual);
   if (weight.dtype() != APH_DTYPE_F32 || weight.numel() != residual.dim(-1) || delta.numel() != residual.numel() ||
-      out.numel() != residual.numel() || delta.dtype() != residual.dtype() || out.dtype() != residual.dtype()) {
-    fail("add_rms_norm", residual.describe() + " / " + delta.describe() + " / " + out.describe());
+      out.numel() != residual.numel() || delta.dtype() != residual.dtype() || out.dtype() != residual.dtype() ||
+      residual_out.numel() != residual.numel() || residual_out.dtype() != residual.dtype()) {
+    fail("add_rms_norm", residual.describe() + " / " + delta.describe() + " / " + out.describe() + " / " +
+                             residual_out.describe());
   }
-  APH_DISPATCH(add_rms_norm, exec, residual, delta, weight, eps, out);
+  APH_DISPATCH(add_rms_norm, exec, residual, delta, weight, eps, out, residual_out);
 }
 
 void rope_qkv(const Exec& exec, const RopeParams& p, const QkvIn& in, const Tensor& positions,

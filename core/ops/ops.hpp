@@ -31,6 +31,10 @@ void rms_norm(const Exec& exec, const Tensor& x, const Tensor& weight, float eps
 // residual += delta; out = rms_norm(residual) * weight — one pass over memory.
 void add_rms_norm(const Exec& exec, Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
                   Tensor& out);
+// The same out of place: residual_out = residual + delta (residual_out may be
+// residual itself), out = rms_norm(residual_out) * weight.
+void add_rms_norm(const Exec& exec, const Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
+                  Tensor& out, Tensor& residual_out);
 
 // Rotary embedding. interleaved: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF
 // llama row order); otherwise NEOX pairs (x[i], x[i + rotary_dim/2]) (HF).

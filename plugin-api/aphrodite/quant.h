@@ -64,6 +64,23 @@ typedef struct aph_linear_desc {
   aph_stream stream;             /* for the upload; NULL on CPU */
 } aph_linear_desc;
 
+/* The input of a projection group that follows a residual add and an
+ * RMSNorm (linear_forward_shared_rms_norm): per row,
+ *   v = residual + delta (each sum rounded to the activation dtype),
+ *   x = v / sqrt(mean(v^2) + eps) * weight (each product rounded likewise),
+ * as the host's add_rms_norm computes it. */
+typedef struct aph_rms_norm_input {
+  uint32_t size;
+  const aph_tensor* residual; /* [M, K], act_dtype, contiguous */
+  const aph_tensor* delta;    /* [M, K] like residual, or NULL: v = residual */
+  const aph_tensor* weight;   /* [K], F32 */
+  float eps;
+  /* [M, K] like residual: with delta, v is stored here. Overlaps neither
+   * residual nor delta (every CTA may still be reading those). Unused (may
+   * be NULL) without delta. */
+  aph_tensor* residual_out;
+} aph_rms_norm_input;
+
 typedef struct aph_quant_vtable {
   uint32_t size;
   const char* format_name; /* "gguf", "gptq", ... matched by --quantization */
@@ -137,6 +154,15 @@ typedef struct aph_quant_vtable {
    * itself and calls linear_forward. */
   aph_status (*linear_forward_silu_mul)(aph_quant_linear* linear, const aph_tensor* gate, const aph_tensor* up,
                                         aph_tensor* y, aph_stream stream, aph_error* err);
+  /* Engine thread. Optional (NULL): ys[i] = x · linears[i] with x the RMSNorm
+   * of a residual add (aph_rms_norm_input), so the plugin can fold the norm
+   * into how it prepares x instead of the host launching it first. Returns
+   * APH_ERR_UNSUPPORTED, having launched and written nothing, when it does
+   * not take this call: the host then runs its add_rms_norm and
+   * linear_forward_shared. */
+  aph_status (*linear_forward_shared_rms_norm)(aph_quant_linear* const* linears, uint32_t n,
+                                               const aph_rms_norm_input* in, aph_tensor* ys, aph_stream stream,
+                                               aph_error* err);
 } aph_quant_vtable;
 
 #ifdef __cplusplus

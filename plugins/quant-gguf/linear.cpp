@@ -163,6 +163,49 @@ void Linear::forward_shared(const std::vector<Linear*>& group, const aph_tensor&
   CudaLinear::forward_shared(cuda, x.data, m, outs, stream);
 }
 
+bool Linear::forward_shared_rms_norm(const std::vector<Linear*>& group, const aph_rms_norm_input& in, aph_tensor* ys,
+                                     aph_stream stream) {
+  const Linear& first = *group[0];
+  const std::string& name = first.name_;
+  if (in.size < sizeof(aph_rms_norm_input) || !in.residual || !in.weight)
+    throw invalid_argument("linear " + name + ": RMSNorm input without residual or weight");
+  check_matrix(*in.residual, first.act_dtype_, first.device_, first.k_, "residual", name);
+  const int64_t m = in.residual->shape[0];
+  if (in.delta) {
+    check_matrix(*in.delta, first.act_dtype_, first.device_, first.k_, "delta", name);
+    if (!in.residual_out) throw invalid_argument("linear " + name + ": RMSNorm input has delta but no residual_out");
+    check_matrix(*in.residual_out, first.act_dtype_, first.device_, first.k_, "residual_out", name);
+    if (in.delta->shape[0] != m || in.residual_out->shape[0] != m)
+      throw invalid_argument("linear " + name + ": residual, delta and residual_out differ in M");
+    if (m > 0 && (in.residual_out->data == in.residual->data || in.residual_out->data == in.delta->data))
+      throw invalid_argument("linear " + name + ": residual_out must not be residual or delta");
+  }
+  const aph_tensor& w = *in.weight;
+  if (w.size < sizeof(aph_tensor) || w.dtype != APH_DTYPE_F32 || w.device != first.device_ || w.rank != 1 ||
+      w.shape[0] != first.k_ || w.data == nullptr)
+    throw invalid_argument("linear " + name + ": RMSNorm weight must be F32 [" + std::to_string(first.k_) +
+                           "] on the layer's device");
+  std::vector<CudaLinear*> cuda;
+  for (size_t i = 0; i < group.size(); ++i) {
+    Linear& l = *group[i];
+    if (l.k_ != first.k_ || l.act_dtype_ != first.act_dtype_ || l.device_ != first.device_)
+      throw invalid_argument("linear " + l.name_ + ": differs from " + name + " in input width, dtype or device");
+    check_matrix(ys[i], l.act_dtype_, l.device_, l.n_, "y", l.name_);
+    if (ys[i].shape[0] != m) throw invalid_argument("linear " + l.name_ + ": residual and y differ in M");
+    if (l.cuda_) cuda.push_back(l.cuda_.get());
+  }
+  if (m == 0 || cuda.size() != group.size()) return false;  // the CPU: the host's two steps
+  RmsNormX x;
+  x.residual = in.residual->data;
+  x.delta = in.delta ? in.delta->data : nullptr;
+  x.weight = static_cast<const float*>(w.data);
+  x.eps = in.eps;
+  x.residual_out = in.delta ? in.residual_out->data : nullptr;
+  std::vector<void*> outs;
+  for (size_t i = 0; i < group.size(); ++i) outs.push_back(ys[i].data);
+  return CudaLinear::forward_shared_rms_norm(cuda, x, m, outs, stream);
+}
+
 bool Linear::forward_silu_mul(const aph_tensor& gate, const aph_tensor& up, aph_tensor& y, aph_stream stream) {
   check_matrix(y, act_dtype_, device_, n_, "y", name_);
   for (const aph_tensor* t : {&gate, &up}) {

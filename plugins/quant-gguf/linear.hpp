@@ -26,6 +26,11 @@ class Linear {
   // y = (silu(gate) * up) · W (the ABI's linear_forward_silu_mul): true when
   // done, false (nothing launched) when the caller must do it in two steps.
   bool forward_silu_mul(const aph_tensor& gate, const aph_tensor& up, aph_tensor& y, aph_stream stream);
+  // ys[i] = RMSNorm(residual + delta) · group[i] (the ABI's
+  // linear_forward_shared_rms_norm): true when done on CUDA with the norm
+  // folded into x's quantization, false (nothing launched) otherwise.
+  static bool forward_shared_rms_norm(const std::vector<Linear*>& group, const aph_rms_norm_input& in, aph_tensor* ys,
+                                      aph_stream stream);
   void get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream);
   uint64_t device_bytes() const;
 

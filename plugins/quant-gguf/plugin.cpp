@@ -126,6 +126,22 @@ aph_status linear_forward_silu_mul(aph_quant_linear* l, const aph_tensor* gate, 
   return done ? APH_OK : APH_ERR_UNSUPPORTED;  // not taken: the host runs silu_mul and linear_forward
 }
 
+aph_status linear_forward_shared_rms_norm(aph_quant_linear* const* ls, uint32_t n, const aph_rms_norm_input* in,
+                                          aph_tensor* ys, aph_stream stream, aph_error* err) {
+  bool done = false;
+  const aph_status st = guard(err, [&] {
+    if (!ls || !in || !ys || n == 0) throw invalid_argument("linear_forward_shared_rms_norm: NULL argument");
+    std::vector<Linear*> group;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!ls[i]) throw invalid_argument("linear_forward_shared_rms_norm: linear " + std::to_string(i) + " is NULL");
+      group.push_back(ls[i]->impl.get());
+    }
+    done = Linear::forward_shared_rms_norm(group, *in, ys, stream);
+  });
+  if (st != APH_OK) return st;
+  return done ? APH_OK : APH_ERR_UNSUPPORTED;  // not taken: the host norms x and calls linear_forward_shared
+}
+
 uint64_t linear_device_bytes(aph_quant_linear* l) { return l ? l->impl->device_bytes() : 0; }
 
 void linear_destroy(aph_quant_linear* l) { delete l; }
@@ -151,6 +167,7 @@ const aph_quant_vtable kVtable = {
     linear_destroy,
     linear_forward_shared,
     linear_forward_silu_mul,
+    linear_forward_shared_rms_norm,
 };
 
 aph_status init(const aph_host_services* services, void** state, aph_error* err) {

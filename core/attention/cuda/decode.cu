@@ -34,9 +34,11 @@ namespace {
 // loads and FMAs is the time, not bytes, and 256 threads split a tile's
 // scores and weighted sums twice as finely as 128 (per thread: one head of a
 // Llama group in QK, 4 tokens in PV). With several waves of CTAs (batch 64)
-// the SMs are full anyway and 128-thread CTAs, with half the shared-memory
-// reduction and twice as many resident, measured faster (fp8 KV at ctx 2048:
-// 208 us against 256 us).
+// and an fp8 cache, 128-thread CTAs measured faster: their shared memory
+// (half the reduction buffer, 1-byte rows) lets twice as many reside (b=64
+// ctx 2048: 208 us against 256 us). An f16/bf16 CTA's double-buffered tiles
+// bound residency either way, and there 256 threads stay faster (296 us
+// against 431 us).
 constexpr int kWideThreads = 256;
 constexpr int kNarrowThreads = 128;
 constexpr int kGroup = kDecodeHeadsPerCta;  // query heads per CTA
@@ -463,13 +465,14 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
     p.counters = counters;
   }
   dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
-  // Wide CTAs while the (sequence, head) CTAs alone do not fill the SMs once.
-  int sm_count = 0;
-  cudaError_t e = sm_count_of_current_device(&sm_count);
-  if (e != cudaSuccess) return e;
-  if (static_cast<int64_t>(grid.y) * grid.z < sm_count)
-    return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, stream);
-  return launch_with_threads<HD, ActT, KvT, kNarrowThreads>(grid, p, stream);
+  if constexpr (kFp8) {  // narrow CTAs once the (sequence, head) CTAs alone fill the SMs
+    int sm_count = 0;
+    cudaError_t e = sm_count_of_current_device(&sm_count);
+    if (e != cudaSuccess) return e;
+    if (static_cast<int64_t>(grid.y) * grid.z >= sm_count)
+      return launch_with_threads<HD, ActT, KvT, kNarrowThreads>(grid, p, stream);
+  }
+  return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, stream);
 }
 
 template <typename ActT, typename KvT>

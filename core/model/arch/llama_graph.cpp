@@ -44,6 +44,7 @@ void LlamaGraph::reserve(int64_t t) {
   const aph_dtype dt = setup_.act_dtype;
   const int32_t dev = setup_.device;
   residual_ = Tensor::empty({t, hidden_}, dt, dev);
+  residual_alt_ = Tensor::empty({t, hidden_}, dt, dev);
   normed_ = Tensor::empty({t, hidden_}, dt, dev);
   q_ = Tensor::empty({t, heads_ * head_dim_}, dt, dev);
   k_ = Tensor::empty({t, kv_heads_ * head_dim_}, dt, dev);
@@ -71,10 +72,23 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
   const int64_t t = ctx.n_tokens;
   if (!residual_.defined() || residual_.dim(0) < t) throw Error(APH_ERR_INTERNAL, "LlamaGraph: workspace too small");
   const ops::Exec& ex = ctx.exec;
-  Tensor residual = residual_.rows(0, t), normed = normed_.rows(0, t), q = q_.rows(0, t), k = k_.rows(0, t),
+  Tensor residual[2] = {residual_.rows(0, t), residual_alt_.rows(0, t)};
+  int cur = 0;  // the residual buffer that holds the stream now
+  Tensor normed = normed_.rows(0, t), q = q_.rows(0, t), k = k_.rows(0, t),
          v = v_.rows(0, t), attn_out = attn_out_.rows(0, t), delta = delta_.rows(0, t), act = act_.rows(0, t);
 
-  embed_->lookup(ex, ctx.token_ids, residual);
+  embed_->lookup(ex, ctx.token_ids, residual[cur]);
+  // RMSNorm(stream + delta) * weight as a projection group's input; the sum
+  // goes to the other buffer, which becomes the stream.
+  auto normed_input = [&](const Tensor* delta_or_none, const Tensor& weight) {
+    NormedInput in;
+    in.residual = &residual[cur];
+    in.delta = delta_or_none;
+    in.weight = &weight;
+    in.eps = norm_eps_;
+    in.residual_out = &residual[cur ^ 1];
+    return in;
+  };
   ops::RopeParams rope;
   rope.num_heads = static_cast<int32_t>(heads_);
   rope.num_kv_heads = static_cast<int32_t>(kv_heads_);
@@ -89,12 +103,9 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
   const bool fused_rope = setup_.device != APH_DEVICE_CPU && fused_rope_enabled();
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = layers_[i];
-    if (i == 0) {
-      ops::rms_norm(ex, residual, l.attn_norm, norm_eps_, normed);
-    } else {
-      ops::add_rms_norm(ex, residual, delta, l.attn_norm, norm_eps_, normed);
-    }
-    ProjectionGroup::Outputs qkv = l.qkv->forward(ex, normed);
+    // The first layer's input is the embedding alone: nothing to add.
+    ProjectionGroup::Outputs qkv = l.qkv->forward_rms_norm(ex, normed_input(i == 0 ? nullptr : &delta, l.attn_norm), normed);
+    if (i > 0) cur ^= 1;
     attention::PagedAttentionArgs a = ctx.attention;
     if (fused_rope) {  // the KV write rotates q and k itself
       a.q = qkv.ptr[0];
@@ -124,8 +135,8 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
     attention::paged_attention(a);
 
     l.o_proj->forward(ex, attn_out, delta);
-    ops::add_rms_norm(ex, residual, delta, l.ffn_norm, norm_eps_, normed);
-    ProjectionGroup::Outputs gu = l.gate_up->forward(ex, normed);
+    ProjectionGroup::Outputs gu = l.gate_up->forward_rms_norm(ex, normed_input(&delta, l.ffn_norm), normed);
+    cur ^= 1;
     if (gu.stride[0] != gu.stride[1]) throw Error(APH_ERR_INTERNAL, "LlamaGraph: gate and up rows differ in stride");
     if (!l.down_proj->forward_silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], delta)) {
       ops::silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], act);
@@ -133,8 +144,8 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
     }
   }
   // The last layer's MLP output still has to join the residual stream.
-  ops::add_rms_norm(ex, residual, delta, final_norm_, norm_eps_, normed);
-  return residual;
+  ops::add_rms_norm(ex, residual[cur], delta, final_norm_, norm_eps_, normed, residual[cur ^ 1]);
+  return residual[cur ^ 1];
 }
 
 uint64_t LlamaGraph::device_bytes() const {

@@ -30,8 +30,11 @@ class LlamaGraph : public DecoderModel {
   int64_t hidden_ = 0, inter_ = 0, heads_ = 0, kv_heads_ = 0, head_dim_ = 0, rotary_dim_ = 0;
   std::shared_ptr<Embedding> embed_;
   std::vector<Layer> layers_;
-  // Workspaces, [max_tokens, ...], reused every step.
-  Tensor residual_, normed_, q_, k_, v_, attn_out_, delta_, act_;
+  // Workspaces, [max_tokens, ...], reused every step. The residual stream
+  // alternates between two buffers: each add reads one and writes the other
+  // (NormedInput), so a matvec that folds the add and norm in can store the
+  // sum from one CTA while the others still read the old one.
+  Tensor residual_, residual_alt_, normed_, q_, k_, v_, attn_out_, delta_, act_;
 };
 
 }  // namespace aph::model

@@ -69,6 +69,16 @@ bool cta_quantization_enabled() {
   return on;
 }
 
+// A batch-1 projection group after a residual add norms its x itself (no
+// add_rms_norm launch); APH_GGUF_FUSED_NORM=0 leaves the norm to the host.
+bool fused_norm_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("APH_GGUF_FUSED_NORM");
+    return !(env && std::string(env) == "0");
+  }();
+  return on;
+}
+
 uint64_t align256(uint64_t v) { return (v + 255) / 256 * 256; }
 
 // Activation scratch for m rows of k: int8 codes, scales per 32, sums per 16,
@@ -255,6 +265,39 @@ void CudaLinear::quantize_x(const void* x, int64_t m, aph_stream stream) const {
              "linear " + name_ + ": quantize x");
 }
 
+cuda::MatvecX CudaLinear::scratch_x(int64_t r, int64_t m) const {
+  const ActLayout a = act_layout(m, k_);
+  const auto* xq = static_cast<const int8_t*>(state_.cuda->act_scratch());
+  cuda::MatvecX x;
+  x.q = xq + r * k_;
+  x.d = reinterpret_cast<const float*>(xq + a.xd) + r * (k_ / 32);
+  x.s = reinterpret_cast<const float*>(xq + a.xs) + r * (k_ / 16);
+  return x;
+}
+
+size_t CudaLinear::run_end(const std::vector<CudaLinear*>& group, size_t i, int64_t m) {
+  const CudaLinear& l = *group[i];
+  size_t end = i + 1;
+  while (end < group.size() && end - i < static_cast<size_t>(cuda::kMaxMatvecTargets) &&
+         group[end]->takes_matvec(m) && group[end]->type_ == l.type_ && group[end]->k_ == l.k_ &&
+         group[end]->bf16_ == l.bf16_)
+    ++end;
+  return end;
+}
+
+void CudaLinear::launch_run(const std::vector<CudaLinear*>& group, size_t i, size_t end, int64_t r, int64_t m,
+                            const cuda::MatvecX& x, const std::vector<void*>& ys, aph_stream stream) {
+  const CudaLinear& l = *group[i];
+  cuda::MatvecTarget targets[cuda::kMaxMatvecTargets];
+  for (size_t j = i; j < end; ++j) {
+    const CudaLinear& t = *group[j];
+    targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_, static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2};
+  }
+  check_cuda(cuda::launch_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_, x,
+                                       std::min<int64_t>(8, m - r), l.bf16_, l.state_.cuda->sm_count(), stream),
+             "linear " + l.name_ + " (with the " + std::to_string(end - i - 1) + " after it)");
+}
+
 void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const void* x, int64_t m,
                                 const std::vector<void*>& ys, aph_stream stream) {
   // The quantized x lives in the context's one scratch: it stays valid while
@@ -273,36 +316,59 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
       l.quantize_x(x, m, stream);
       quantized_by = &l;
     }
-    // The run of linears after it of the same type and k: one launch.
-    size_t end = i + 1;
-    while (end < group.size() && end - i < static_cast<size_t>(cuda::kMaxMatvecTargets) &&
-           group[end]->takes_matvec(m) && group[end]->type_ == l.type_ && group[end]->k_ == l.k_ &&
-           group[end]->bf16_ == l.bf16_)
-      ++end;
-    const ActLayout a = act_layout(m, l.k_);
-    auto* xq = static_cast<int8_t*>(l.state_.cuda->act_scratch());
+    const size_t end = run_end(group, i, m);
     for (int64_t r = 0; r < m; r += 8) {
-      cuda::MatvecTarget targets[cuda::kMaxMatvecTargets];
-      for (size_t j = i; j < end; ++j) {
-        const CudaLinear& t = *group[j];
-        targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_,
-                          static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2};
-      }
       cuda::MatvecX xr;
       if (raw) {
         xr.raw = x;
       } else {
-        xr.q = xq + r * l.k_;
-        xr.d = reinterpret_cast<const float*>(xq + a.xd) + r * (l.k_ / 32);
-        xr.s = reinterpret_cast<const float*>(xq + a.xs) + r * (l.k_ / 16);
+        xr = l.scratch_x(r, m);
       }
-      check_cuda(cuda::launch_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_, xr,
-                                           std::min<int64_t>(8, m - r), l.bf16_, l.state_.cuda->sm_count(),
-                                           stream),
-                 "linear " + l.name_ + " (with the " + std::to_string(end - i - 1) + " after it)");
+      launch_run(group, i, end, r, m, xr, ys, stream);
     }
     i = end;
   }
+}
+
+bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
+                                         const std::vector<void*>& ys, aph_stream stream) {
+  const CudaLinear& first = *group[0];
+  if (!fused_norm_enabled() || m < 1 || first.k_ % 32 != 0) return false;
+  for (const CudaLinear* l : group)
+    if (!l->takes_matvec(m) || l->k_ != first.k_ || l->bf16_ != first.bf16_) return false;
+  for (const void* p : {in.residual, in.delta, static_cast<const void*>(in.residual_out),
+                        static_cast<const void*>(in.weight)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  bool raw = m == 1 && cta_quantization_enabled();
+  for (const CudaLinear* l : group) raw = raw && cuda::fits_in_cta_quantization(l->type_, l->k_);
+  if (!raw) {  // one kernel norms and quantizes x for every launch after it
+    const ActLayout a = act_layout(m, first.k_);
+    auto* xq = static_cast<int8_t*>(first.state_.cuda->act_scratch());
+    check_cuda(cuda::launch_rms_norm_quantize_act(in.residual, in.delta, in.weight, in.eps, in.residual_out,
+                                                  first.bf16_, m, first.k_, xq, reinterpret_cast<float*>(xq + a.xd),
+                                                  reinterpret_cast<float*>(xq + a.xs), stream),
+               "linear " + first.name_ + ": RMSNorm and quantize x");
+  }
+  bool stored = false;  // residual_out: by the first raw launch only
+  for (size_t i = 0; i < group.size();) {
+    const size_t end = run_end(group, i, m);
+    for (int64_t r = 0; r < m; r += 8) {
+      cuda::MatvecX x;
+      if (raw) {
+        x.raw = in.residual;
+        x.delta = in.delta;
+        x.norm_w = in.weight;
+        x.norm_eps = in.eps;
+        x.residual_out = stored ? nullptr : in.residual_out;
+        stored = true;
+      } else {
+        x = group[i]->scratch_x(r, m);
+      }
+      launch_run(group, i, end, r, m, x, ys, stream);
+    }
+    i = end;
+  }
+  return true;
 }
 
 bool CudaLinear::forward_silu_mul(const void* gate, const void* up, int64_t m, void* y, aph_stream stream) {
@@ -348,6 +414,14 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>&, const void*, in
                                 aph_stream) {}
 void CudaLinear::quantize_x(const void*, int64_t, aph_stream) const {}
 bool CudaLinear::forward_silu_mul(const void*, const void*, int64_t, void*, aph_stream) { return false; }
+bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>&, const RmsNormX&, int64_t,
+                                         const std::vector<void*>&, aph_stream) {
+  return false;
+}
+cuda::MatvecX CudaLinear::scratch_x(int64_t, int64_t) const { return {}; }
+size_t CudaLinear::run_end(const std::vector<CudaLinear*>&, size_t i, int64_t) { return i + 1; }
+void CudaLinear::launch_run(const std::vector<CudaLinear*>&, size_t, size_t, int64_t, int64_t, const cuda::MatvecX&,
+                            const std::vector<void*>&, aph_stream) {}
 void CudaLinear::get_rows(const int32_t*, int64_t, void*, aph_stream) {}
 void CudaLinear::gemm(const void*, const void*, int64_t, void*, aph_stream, int64_t) {}
 int64_t CudaLinear::tile_rows() const { return 0; }

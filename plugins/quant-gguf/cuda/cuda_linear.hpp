@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "aphrodite/plugin.h"
+#include "plugins/quant-gguf/cuda/kernels.hpp"
 
 namespace aph::gguf {
 
@@ -52,6 +53,16 @@ class CudaContext {
   int sm_count_ = 1;
 };
 
+// x = RMSNorm(residual + delta) * weight (the ABI's aph_rms_norm_input),
+// device pointers; delta may be NULL, residual_out is written with delta.
+struct RmsNormX {
+  const void* residual = nullptr;
+  const void* delta = nullptr;
+  const float* weight = nullptr;
+  float eps = 0.0f;
+  void* residual_out = nullptr;
+};
+
 class CudaLinear {
  public:
   CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_t n, const uint8_t* weight,
@@ -67,6 +78,12 @@ class CudaLinear {
   // y = (silu(gate) * up) · W for one row when the matvec can quantize the
   // product itself (MatvecX::up); false, with nothing launched, otherwise.
   bool forward_silu_mul(const void* gate, const void* up, int64_t m, void* y, aph_stream stream);
+  // forward_shared of x = RMSNorm(in) for M <= kMatvecMaxM: at M = 1 with
+  // short rows every matvec CTA norms and quantizes x itself, otherwise one
+  // kernel norms and quantizes into the scratch (no norm kernel either way);
+  // false, with nothing launched, when a linear does not take the matvec.
+  static bool forward_shared_rms_norm(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
+                                      const std::vector<void*>& ys, aph_stream stream);
   // Out-of-range ids give zero rows (ids live on the device; checking them
   // would need a synchronization).
   void get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream);
@@ -82,6 +99,14 @@ class CudaLinear {
   bool takes_matvec(int64_t m) const { return !float_weight_ && m <= kMatvecMaxM; }
   // x quantized into the shared activation scratch (the matvecs read it).
   void quantize_x(const void* x, int64_t m, aph_stream stream) const;
+  // Rows [r, r + 8) of the scratch as a matvec's x.
+  cuda::MatvecX scratch_x(int64_t r, int64_t m) const;
+  // One past the run of linears from group[i] that one launch takes (same
+  // type, k and dtype, up to kMaxMatvecTargets, all on the matvec path).
+  static size_t run_end(const std::vector<CudaLinear*>& group, size_t i, int64_t m);
+  // group[i, end) over rows [r, r + 8) of x: one launch.
+  static void launch_run(const std::vector<CudaLinear*>& group, size_t i, size_t end, int64_t r, int64_t m,
+                         const cuda::MatvecX& x, const std::vector<void*>& ys, aph_stream stream);
 
   PluginState& state_;
   std::string name_;

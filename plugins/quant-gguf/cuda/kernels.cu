@@ -3,6 +3,8 @@
 // read once and x costs one byte per element; Q4_K/Q5_K/Q6_K have a faster
 // one in matvec_fast.cu), dequantization to F16/BF16 for the prefill GEMM and
 // for get_rows, and small helpers.
+#include <algorithm>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -28,6 +30,20 @@ __global__ void quantize_act_kernel(const T* x, int64_t nblocks, int8_t* xq, flo
   const int64_t blk = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (blk >= nblocks) return;
   quantize_block32(x + 32 * blk, static_cast<const T*>(nullptr), xq + 32 * blk, xd + blk, xs + 2 * blk);
+}
+
+// One CTA per row: the norm needs the row's sum of squares before any block
+// is quantized. Replaces the host's add_rms_norm launch and the plain
+// quantization launch with one.
+template <typename T>
+__global__ void rms_norm_quantize_act_kernel(const T* residual, const T* delta, const float* w, float eps,
+                                             T* residual_out, int64_t k, int8_t* xq, float* xd, float* xs) {
+  cuda_pdl::allow_dependents();
+  cuda_pdl::wait_for_producer();
+  const int64_t row = blockIdx.x;
+  const SmemX dst{xq + row * k, xd + row * (k / 32), xs + row * (k / 16)};
+  quantize_normed_row(residual + row * k, delta ? delta + row * k : nullptr, w, eps,
+                      residual_out ? residual_out + row * k : nullptr, k, dst);
 }
 
 constexpr int kWarpsPerBlock = 4;
@@ -253,6 +269,23 @@ int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* 
                                                      xd, xs));
 }
 
+int launch_rms_norm_quantize_act(const void* residual, const void* delta, const float* w, float eps,
+                                 void* residual_out, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
+                                 float* xs, void* stream) {
+  if (m < 1 || k % 32 != 0) return static_cast<int>(cudaErrorInvalidValue);
+  auto s = static_cast<cudaStream_t>(stream);
+  // A thread per 8 elements up to 256 (rows of 2048); longer rows loop.
+  const unsigned threads = static_cast<unsigned>(std::min<int64_t>(256, (k / 8 + 31) / 32 * 32));
+  auto launch = [&](auto tag) {
+    using T = decltype(tag);
+    return static_cast<int>(cuda_pdl::launch_dependent(
+        rms_norm_quantize_act_kernel<T>, dim3(static_cast<unsigned>(m)), dim3(threads), 0, s,
+        static_cast<const T*>(residual), static_cast<const T*>(delta), w, eps, static_cast<T*>(residual_out), k, xq,
+        xd, xs));
+  };
+  return bf16 ? launch(__nv_bfloat16{}) : launch(__half{});
+}
+
 // The raw-x form quantizes x in every CTA of 4 warps, so it pays only for
 // short rows, and only in the generic matvec. H200, one matvec in a CUDA
 // graph (aph_bench_gguf_matvec), quantization kernel + matvec against raw x:
@@ -270,6 +303,9 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
   if (x.raw && (m != 1 || !fits_in_cta_quantization(type, k) || reinterpret_cast<uintptr_t>(x.raw) % 16 != 0))
     return static_cast<int>(cudaErrorInvalidValue);
   if (x.up && (!x.raw || reinterpret_cast<uintptr_t>(x.up) % 16 != 0)) return static_cast<int>(cudaErrorInvalidValue);
+  if (x.norm_w && (!x.raw || x.up || reinterpret_cast<uintptr_t>(x.delta) % 16 != 0 ||
+                   reinterpret_cast<uintptr_t>(x.residual_out) % 16 != 0))
+    return static_cast<int>(cudaErrorInvalidValue);
   for (int i = 0; i < count; ++i)
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
   if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);

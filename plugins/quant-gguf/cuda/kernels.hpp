@@ -14,6 +14,11 @@ bool has_kernels(uint32_t ggml_type);
 // [m, k/16] (the activation side of the integer dot products).
 int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
                         float* xs, void* stream);
+// The same for x = RMSNorm(residual + delta) * w (delta may be NULL), one CTA
+// a row; with residual_out, residual + delta is stored there too.
+int launch_rms_norm_quantize_act(const void* residual, const void* delta, const float* w, float eps,
+                                 void* residual_out, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
+                                 float* xs, void* stream);
 
 // One weight matrix of a multi-target matvec: y[m, n] = x · Wᵀ (+ bias).
 struct MatvecTarget {
@@ -31,13 +36,20 @@ constexpr int kMaxMatvecTargets = 4;
 // fits_in_cta_quantization(type, k) (the generic matvec repeats the
 // quantization in every CTA: short rows only).
 // With raw, `up` (optional) makes x = silu(raw) * up, each product rounded
-// to the activation dtype (the down projection reading gate and up).
+// to the activation dtype (the down projection reading gate and up); or
+// norm_w makes x = RMSNorm(raw + delta) * norm_w (delta optional), as the
+// core's add_rms_norm rounds it, and the CTA with blockIdx.x == 0 stores
+// raw + delta to residual_out (when set).
 struct MatvecX {
   const int8_t* q = nullptr;
   const float* d = nullptr;
   const float* s = nullptr;
   const void* raw = nullptr;
   const void* up = nullptr;
+  const void* delta = nullptr;
+  const float* norm_w = nullptr;
+  float norm_eps = 0.0f;
+  void* residual_out = nullptr;
 };
 bool fits_in_cta_quantization(uint32_t ggml_type, int64_t k);
 

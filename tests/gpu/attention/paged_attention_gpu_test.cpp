@@ -309,7 +309,7 @@ TEST_P(PagedAttentionGpu, DecodeContexts) {
 }
 
 // 96 sequences x 2 KV heads are more (sequence, head) CTAs than an H200 has
-// SMs: the decode kernel's 128-thread CTAs; the smaller batches, 256.
+// SMs: with an fp8 cache, the decode kernel's 128-thread CTAs; otherwise 256.
 TEST_P(PagedAttentionGpu, DecodeBatches) {
   for (int32_t batch : {1, 5, 64, 96}) {
     ProblemSpec s = base(GetParam(), 100 + batch);

@@ -477,3 +477,121 @@ TEST_P(GgufCuda, SiluMulForwardMatchesCpu) {
     }
   }
 }
+
+// linear_forward_shared_rms_norm: a group of two linears of one type reads
+// x = RMSNorm(residual + delta) * w. At m == 1 the generic types norm x in
+// every matvec CTA; the k-quants and m > 1 run one norm + quantization
+// kernel. y matches the CPU reference on x rounded as the core's
+// add_rms_norm rounds it, and residual_out holds the rounded sums bit for
+// bit. Without delta, x is the norm of the residual alone. Float weights
+// (cuBLAS) are declined with nothing written, for the host to norm x.
+TEST_P(GgufCuda, RmsNormForwardMatchesCpu) {
+  const auto [type, bf16] = GetParam();
+  const int64_t k = 512;
+  const int64_t ns[2] = {200, 72};
+  const int32_t act = bf16 ? APH_DTYPE_BF16 : APH_DTYPE_F16;
+  const bool float_weight = type == kF32 || type == kF16 || type == kBF16;
+  std::vector<std::vector<uint8_t>> w;
+  std::vector<aph_weight_info> wi;
+  for (int t = 0; t < 2; ++t) w.push_back(test_data::random_rows(type, ns[t], k, 31 + type + static_cast<uint32_t>(t)));
+  for (int t = 0; t < 2; ++t) {
+    wi.push_back(weight_info(type, ns[t], k, w[t]));
+    if (float_weight) wi[t].dtype = type == kF32 ? APH_DTYPE_F32 : type == kF16 ? APH_DTYPE_F16 : APH_DTYPE_BF16;
+  }
+  std::vector<std::unique_ptr<Linear>> linears;
+  for (int t = 0; t < 2; ++t) linears.push_back(std::make_unique<Linear>(state_, linear_desc("qkv", &wi[t], ns[t], k, act, stream_)));
+  std::vector<Linear*> group = {linears[0].get(), linears[1].get()};
+  std::vector<std::vector<float>> wf(2);
+  for (int t = 0; t < 2; ++t) {
+    wf[t].resize(ns[t] * k);
+    for (int64_t j = 0; j < ns[t]; ++j)
+      dequantize_row(type, w[t].data() + j * (w[t].size() / ns[t]), wf[t].data() + j * k, k);
+  }
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> norm_w(k);
+  for (auto& v : norm_w) v = 0.5f + 0.5f * std::fabs(normal(rng));
+  float* wd = nullptr;
+  ASSERT_EQ(cudaMalloc(&wd, k * 4), cudaSuccess);
+  cudaMemcpy(wd, norm_w.data(), k * 4, cudaMemcpyHostToDevice);
+  const aph_tensor wt = view(wd, APH_DTYPE_F32, 0, {k});
+  struct Case {
+    int64_t m;
+    bool with_delta;
+  };
+  for (const Case c : {Case{1, true}, Case{1, false}, Case{3, true}}) {
+    const int64_t m = c.m;
+    std::vector<uint16_t> rh(m * k), dh(m * k);
+    for (auto& v : rh) v = to_act(3.0f * normal(rng), bf16);
+    for (auto& v : dh) v = to_act(normal(rng), bf16);
+    void *rd = nullptr, *dd = nullptr, *od = nullptr, *yd[2] = {};
+    ASSERT_EQ(cudaMalloc(&rd, m * k * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dd, m * k * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&od, m * k * 2), cudaSuccess);
+    cudaMemcpy(rd, rh.data(), m * k * 2, cudaMemcpyHostToDevice);
+    cudaMemcpy(dd, dh.data(), m * k * 2, cudaMemcpyHostToDevice);
+    cudaMemset(od, 0xFF, m * k * 2);
+    std::vector<aph_tensor> yt;
+    for (int t = 0; t < 2; ++t) {
+      ASSERT_EQ(cudaMalloc(&yd[t], m * ns[t] * 2), cudaSuccess);
+      cudaMemset(yd[t], 0xFF, m * ns[t] * 2);
+      yt.push_back(view(yd[t], act, 0, {m, ns[t]}));
+    }
+    aph_tensor rt = view(rd, act, 0, {m, k}), dt = view(dd, act, 0, {m, k}), ot = view(od, act, 0, {m, k});
+    aph_rms_norm_input in{};
+    in.size = sizeof(in);
+    in.residual = &rt;
+    in.delta = c.with_delta ? &dt : nullptr;
+    in.weight = &wt;
+    in.eps = 1e-5f;
+    in.residual_out = c.with_delta ? &ot : nullptr;
+    const bool done = Linear::forward_shared_rms_norm(group, in, yt.data(), stream_);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    std::vector<uint16_t> out_h(m * k);
+    std::vector<std::vector<uint16_t>> yh(2);
+    cudaMemcpy(out_h.data(), od, m * k * 2, cudaMemcpyDeviceToHost);
+    for (int t = 0; t < 2; ++t) {
+      yh[t].resize(m * ns[t]);
+      cudaMemcpy(yh[t].data(), yd[t], yh[t].size() * 2, cudaMemcpyDeviceToHost);
+      cudaFree(yd[t]);
+    }
+    cudaFree(rd);
+    cudaFree(dd);
+    cudaFree(od);
+    const std::string what = std::string(type_traits(type)->name) + (bf16 ? " bf16" : " f16") + " m=" +
+                             std::to_string(m) + (c.with_delta ? "" : " no delta");
+    if (float_weight) {
+      EXPECT_FALSE(done) << what;
+      for (uint16_t v : out_h) ASSERT_EQ(v, 0xFFFF) << "a declined call wrote residual_out";
+      for (const auto& y : yh)
+        for (uint16_t v : y) ASSERT_EQ(v, 0xFFFF) << "a declined call wrote y";
+      continue;
+    }
+    ASSERT_TRUE(done) << what;
+    for (int64_t i = 0; i < m; ++i) {
+      std::vector<float> v(k), x(k);
+      double ss = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const float r = from_act(rh[i * k + j], bf16);
+        v[j] = c.with_delta ? from_act(to_act(r + from_act(dh[i * k + j], bf16), bf16), bf16) : r;
+        ss += double(v[j]) * v[j];
+        if (c.with_delta) {
+          ASSERT_EQ(out_h[i * k + j], to_act(v[j], bf16)) << what << " residual_out row " << i << " col " << j;
+        }
+      }
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / k + 1e-5));
+      for (int64_t j = 0; j < k; ++j) x[j] = from_act(to_act(v[j] * inv * norm_w[j], bf16), bf16);
+      for (int t = 0; t < 2; ++t)
+        for (int64_t j = 0; j < ns[t]; ++j) {
+          double ref = 0, mag = 0;
+          for (int64_t e = 0; e < k; ++e) {
+            ref += double(wf[t][j * k + e]) * x[e];
+            mag += std::fabs(double(wf[t][j * k + e]) * x[e]);
+          }
+          ASSERT_NEAR(from_act(yh[t][i * ns[t] + j], bf16), ref, 1e-2 * mag + (bf16 ? 8e-3 : 1e-3) * std::fabs(ref) + 1e-4)
+              << what << " linear " << t << " row " << i << " col " << j;
+        }
+    }
+  }
+  cudaFree(wd);
+}

@@ -119,6 +119,12 @@ TEST(OpsGpu, EmbeddingNormsSiluGather) {
     Tensor res = x.to(APH_DEVICE_CPU);
     ops::add_rms_norm(ops::Exec{}, res, d, w, 1e-5f, nref);
     Tensor dd = upload(d, dt, ex);
+    // Out of place first (xd must stay x), then in place.
+    Tensor res_out = Tensor::empty({m, h}, dt, 0), nout2 = Tensor::empty({m, h}, dt, 0);
+    ops::add_rms_norm(ex, xd, dd, wd, 1e-5f, nout2, res_out);
+    expect_close(download(nout2, ex), nref, dt, "add_rms_norm out (out of place)");
+    expect_close(download(res_out, ex), res, dt, "add_rms_norm residual_out");
+    expect_close(download(xd, ex), x, dt, "add_rms_norm input left as it was");
     ops::add_rms_norm(ex, xd, dd, wd, 1e-5f, nout);
     expect_close(download(nout, ex), nref, dt, "add_rms_norm out");
     expect_close(download(xd, ex), res, dt, "add_rms_norm residual");

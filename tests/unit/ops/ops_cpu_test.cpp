@@ -81,6 +81,15 @@ TEST(OpsCpu, RmsNormAndFusedResidualAdd) {
     const double inv = 1.0 / std::sqrt(ss / h + 1e-5);
     for (int j = 0; j < h; ++j) EXPECT_NEAR(out.as<float>()[r * h + j], res.as<float>()[r * h + j] * inv * w.as<float>()[j], 1e-5);
   }
+  // Out of place: the same sums land in residual_out, the input stays.
+  Tensor res_out = Tensor::empty({m, h}, APH_DTYPE_F32, APH_DEVICE_CPU);
+  Tensor out2 = Tensor::empty({m, h}, APH_DTYPE_F32, APH_DEVICE_CPU);
+  ops::add_rms_norm(ops::Exec{}, x, d, w, 1e-5f, out2, res_out);
+  for (int i = 0; i < m * h; ++i) {
+    EXPECT_EQ(res_out.as<float>()[i], res.as<float>()[i]);
+    EXPECT_EQ(out2.as<float>()[i], out.as<float>()[i]);
+  }
+  EXPECT_NE(x.as<float>()[0], res.as<float>()[0]);  // x was not written
 }
 
 // Rotation of pair (a, b) of head `hd` at `pos` by the naive formula.

@@ -20,7 +20,9 @@
 #              ctx8k and batch64, then price_chain.sh's greedy / default
 #              chain / every stage on it (issues 4, 5 and 7's Q4_K_M rows)
 #   profile    a 4-layer model of the 8B shape in Q4_K_M: ncu kernel times of
-#              decode steps at batch 1 and 64 (bench/engine/kernel_table.py)
+#              decode steps at batch 1 and 64 (bench/engine/kernel_table.py);
+#              PROFILE_MODEL=smol: the 30-layer SmolLM2-135M shape in Q4_0,
+#              batch 1
 #              AB_ENV="VAR=value ...": the 135M and 8B Q4_K_M decode512 cases
 #              again under each of those settings (e.g. APH_GGUF_CTA_QUANT=0)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
@@ -135,25 +137,36 @@ if want q4km; then
   fi
 fi
 if want profile; then
-  step "kernel profile (4-layer 8B shape, Q4_K_M)"
   P=/tmp/aph-profile
   mkdir -p $P
-  [ -f $P/bf16/config.json ] ||
-    python3 bench/engine/make_model.py --shape llama3-8b --layers 4 --dtype bf16 --out $P/bf16 > "$OUT/profile.log" 2>&1
-  [ -s $P/q4km.gguf ] ||
-    $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $P/bf16 $P/q4km.gguf >> "$OUT/profile.log" 2>&1
-  engine_case 4l-q4km $P/q4km.gguf decode512,batch64
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  for c in decode512 batch64; do
+  if [ "${PROFILE_MODEL:-8b}" = smol ]; then
+    # PROFILE_MODEL=smol: the random SmolLM2-135M in Q4_0 (30 layers), batch 1.
+    step "kernel profile (SmolLM2-135M shape, Q4_0)"
+    [ -f $P/smol-bf16/config.json ] ||
+      python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $P/smol-bf16 > "$OUT/profile.log" 2>&1
+    [ -s $P/smol-q4_0.gguf ] ||
+      $BIN/aphrodite-quantize --type Q4_0 --pre smollm $P/smol-bf16 $P/smol-q4_0.gguf >> "$OUT/profile.log" 2>&1
+    model=$P/smol-q4_0.gguf cases=decode512 skip_decode=20000 count=500
+  else
+    step "kernel profile (4-layer 8B shape, Q4_K_M)"
+    [ -f $P/bf16/config.json ] ||
+      python3 bench/engine/make_model.py --shape llama3-8b --layers 4 --dtype bf16 --out $P/bf16 > "$OUT/profile.log" 2>&1
+    [ -s $P/q4km.gguf ] ||
+      $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $P/bf16 $P/q4km.gguf >> "$OUT/profile.log" 2>&1
+    model=$P/q4km.gguf cases="decode512 batch64" skip_decode=3000 count=300
+  fi
+  engine_case profiled "$model" "${cases// /,}"
+  for c in $cases; do
     # Launches past start-up and prefill (64 prompts of 256 are a long
     # prefill); ncu serializes them (no overlap).
-    skip=3000
+    skip=$skip_decode
     [ $c = batch64 ] && skip=7000
     timeout 150 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-      --launch-skip $skip --launch-count 300 \
-      $BIN/aph_bench_engine --model $P/q4km.gguf --label prof --cases $c --plugins "$APH_PLUGIN_DIR" \
+      --launch-skip $skip --launch-count $count \
+      $BIN/aph_bench_engine --model "$model" --label prof --cases $c --plugins "$APH_PLUGIN_DIR" \
       > "$OUT/ncu_$c.csv" 2>> "$OUT/profile.log"
-    python3 bench/engine/kernel_table.py "$OUT/ncu_$c.csv" --tail 90 > "$OUT/kernels_$c.txt" 2>&1
+    python3 bench/engine/kernel_table.py "$OUT/ncu_$c.csv" --tail $((count / 2)) > "$OUT/kernels_$c.txt" 2>&1
     record "ncu $c" $? "kernels_$c.txt"
     rm -f "$OUT/ncu_$c.csv"  # large; the table has what matters
   done

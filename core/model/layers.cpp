@@ -161,6 +161,16 @@ void ProjectionGroup::reserve(int64_t max_tokens, aph_dtype dtype, int32_t devic
   }
 }
 
+std::vector<Tensor> ProjectionGroup::part_outputs(int64_t m, Outputs& out) const {
+  std::vector<Tensor> ys;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    ys.push_back(part_out_[i].rows(0, m));
+    out.ptr[i] = ys.back().data();
+    out.stride[i] = parts_[i]->out_features();
+  }
+  return ys;
+}
+
 ProjectionGroup::Outputs ProjectionGroup::forward(const ops::Exec& exec, const Tensor& x) const {
   Outputs out;
   const int64_t m = x.dim(0);
@@ -176,12 +186,7 @@ ProjectionGroup::Outputs ProjectionGroup::forward(const ops::Exec& exec, const T
     }
     return out;
   }
-  std::vector<Tensor> ys;
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    ys.push_back(part_out_[i].rows(0, m));
-    out.ptr[i] = ys.back().data();
-    out.stride[i] = parts_[i]->out_features();
-  }
+  std::vector<Tensor> ys = part_outputs(m, out);
   if (!shared_.empty()) {
     static_cast<const PluginLinear&>(*parts_[0]).forward_shared(exec, shared_, x, ys);
     return out;
@@ -195,12 +200,7 @@ ProjectionGroup::Outputs ProjectionGroup::forward_rms_norm(const ops::Exec& exec
   const int64_t m = in.residual->dim(0);
   if (!shared_.empty() && m > 0) {
     Outputs out;
-    std::vector<Tensor> ys;
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      ys.push_back(part_out_[i].rows(0, m));
-      out.ptr[i] = ys.back().data();
-      out.stride[i] = parts_[i]->out_features();
-    }
+    std::vector<Tensor> ys = part_outputs(m, out);
     if (static_cast<const PluginLinear&>(*parts_[0]).forward_shared_rms_norm(exec, shared_, in, ys)) return out;
   }
   if (in.delta) {

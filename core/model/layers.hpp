@@ -111,6 +111,8 @@ class ProjectionGroup {
   std::vector<int64_t> sizes_;
   std::unique_ptr<Linear> fused_;
   std::vector<std::unique_ptr<Linear>> parts_;
+  // The first m rows of each part's buffer, recorded in out too.
+  std::vector<Tensor> part_outputs(int64_t m, Outputs& out) const;
   std::vector<aph_quant_linear*> shared_;  // parts_ as one plugin call (PluginLinear::shared_handles)
   Tensor fused_out_;
   std::vector<Tensor> part_out_;

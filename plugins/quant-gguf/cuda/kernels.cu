@@ -118,17 +118,23 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     matvec_kernel(const MatvecTargets targets, int64_t k, const MatvecX x, int m) {
   static_assert(!kRaw || MT == 1, "raw x is one row");
   const unsigned items = targets.first_cta[targets.count];
-  if constexpr (kRaw) {  // short rows, latency-bound: the first row's weights head for L2 now
+  // This warp's row of work item v heads for L2 (all lanes call).
+  auto prefetch_item = [&](unsigned v) {
     int64_t cta = 0;
-    if (blockIdx.x < items) {
-      const MatvecTarget& t = target_at(targets, blockIdx.x, &cta);
-      const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
-      const int64_t bytes = row_bytes<TYPE>(k / Decoder<TYPE>::kBlock);
-      if (row < t.n) prefetch_l2(t.w + row * bytes, bytes);
-    }
-  }
+    if (v >= items) return;
+    const MatvecTarget& t = target_at(targets, v, &cta);
+    const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
+    const int64_t bytes = row_bytes<TYPE>(k / Decoder<TYPE>::kBlock);
+    if (row < t.n) prefetch_l2(t.w + row * bytes, bytes);
+  };
+  // Short rows, latency-bound: the first item's weights stream in while x's
+  // producer finishes.
+  if constexpr (kRaw) prefetch_item(blockIdx.x);
   const XCodes xc = matvec_x<kRaw, T>(x, k);  // launched as a dependent: waits for x here
   for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
+    // A resident grid loops: the next item's rows load into L2 while this
+    // one's dot products wait on theirs (a 576-wide row is one load a lane).
+    if constexpr (kRaw) prefetch_item(v + gridDim.x);
     int64_t cta = 0;
     const MatvecTarget& t = target_at(targets, v, &cta);
     const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;

@@ -113,18 +113,27 @@ struct RopeWrite {
 template <typename ActT, typename KvT>
 __global__ void rope_write_kv_kernel(RopeWrite a) {
   cuda_pdl::allow_dependents();  // the decode kernel after it
-  cuda_pdl::wait_for_producer();
   constexpr int kB = KvTraits<KvT>::kBytes;
   const int64_t t = blockIdx.x;
   const int stride = gridDim.y * blockDim.x;
   const int first = blockIdx.y * blockDim.x + threadIdx.x;
-  // The decode kernel that follows on the stream counts finished splits here.
+  const int H = a.num_heads, KVH = a.num_kv_heads, HD = a.head_dim;
+  const int half = a.rotary_dim / 2;
+  // Slots, positions and frequencies are the step's inputs, copied before
+  // its first kernel (decode reads its block table before the wait the same
+  // way): this thread's first angle is computed while the q/k/v projection
+  // still runs, leaving loads, rotation and stores after the wait.
+  const int64_t slot = a.slot_mapping[t];
+  const float pos = static_cast<float>(a.positions[t]);
+  rope::Pair first_pair{};
+  if (first < (H + KVH) * half) first_pair = rope::pair(pos, a.inv_freq, first % half, half, a.interleaved, a.mscale);
+  cuda_pdl::wait_for_producer();
+  // The decode kernel that follows on the stream counts finished splits here
+  // (the previous layer's decode may still be running before the wait).
   const int64_t g = (static_cast<int64_t>(blockIdx.x) * gridDim.y + blockIdx.y) * blockDim.x + threadIdx.x;
   const int64_t threads = static_cast<int64_t>(gridDim.x) * gridDim.y * blockDim.x;
   for (int64_t j = g; j < a.n_counters; j += threads) a.counters[j] = 0;
 
-  const int H = a.num_heads, KVH = a.num_kv_heads, HD = a.head_dim;
-  const int64_t slot = a.slot_mapping[t];
   const bool store = slot >= 0 && slot < a.total_slots;  // padding tokens store nothing
   const ActT* qin = static_cast<const ActT*>(a.q) + t * a.q_stride;
   const ActT* kin = static_cast<const ActT*>(a.k) + t * a.k_stride;
@@ -140,12 +149,10 @@ __global__ void rope_write_kv_kernel(RopeWrite a) {
     }
   };
   auto src_of = [&](int hd) { return hd < H ? qin + hd * HD : kin + (hd - H) * HD; };
-  const int half = a.rotary_dim / 2;
-  const float pos = static_cast<float>(a.positions[t]);
   for (int idx = first; idx < (H + KVH) * half; idx += stride) {
     const int hd = idx / half, i = idx % half;
     const ActT* src = src_of(hd);
-    const rope::Pair pr = rope::pair(pos, a.inv_freq, i, half, a.interleaved, a.mscale);
+    const rope::Pair pr = idx == first ? first_pair : rope::pair(pos, a.inv_freq, i, half, a.interleaved, a.mscale);
     const float2 r = rope::rotate(pr, to_float<ActT>(src[pr.a]), to_float<ActT>(src[pr.b]));
     put(hd, pr.a, r.x);
     put(hd, pr.b, r.y);

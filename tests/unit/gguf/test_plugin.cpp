@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -329,4 +330,81 @@ TEST_F(Plugin, BrokenFilesAreErrorsNamingTheFile) {
   EXPECT_EQ(vt_->source_open(state_, &d, &src, &err), APH_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err.message).find("truncated"), std::string::npos) << err.message;
   std::filesystem::remove(trunc);
+}
+
+// linear_forward_shared_rms_norm through the ABI: its input is checked (each
+// error names the field), and on the CPU a valid call is declined with
+// APH_ERR_UNSUPPORTED and nothing written, for the host to norm x itself.
+TEST_F(Plugin, RmsNormInputIsCheckedAndDeclinedOnCpu) {
+  const size_t needed = offsetof(aph_quant_vtable, linear_forward_shared_rms_norm) + sizeof(void*);
+  ASSERT_GE(vt_->size, needed);
+  ASSERT_NE(vt_->linear_forward_shared_rms_norm, nullptr);
+  const int64_t n = 8, k = 64, m = 2;
+  auto w = test_data::random_rows(kQ4_0, n, k, 3);
+  aph_weight_info wi{};
+  wi.size = sizeof(wi);
+  wi.name = "blk.0.attn_q.weight";
+  wi.dtype = -1;
+  wi.format_type = kQ4_0;
+  wi.rank = 2;
+  wi.shape[0] = n;
+  wi.shape[1] = k;
+  wi.data = w.data();
+  wi.nbytes = w.size();
+  aph_linear_desc ld{};
+  ld.size = sizeof(ld);
+  ld.name = "model.layers.0.self_attn.q_proj";
+  ld.in_features = k;
+  ld.out_features = n;
+  ld.device = APH_DEVICE_CPU;
+  ld.act_dtype = APH_DTYPE_F32;
+  ld.n_parts = 1;
+  ld.parts = &wi;
+  aph_quant_linear* lin = nullptr;
+  aph_error err{};
+  ASSERT_EQ(vt_->linear_create(state_, &ld, &lin, &err), APH_OK) << err.message;
+
+  std::vector<float> res(m * k, 1.0f), delta(m * k, 0.5f), out(m * k, -7.0f), norm_w(k, 1.0f), y(m * n, -7.0f);
+  aph_tensor rt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, res.data(), {m, k}, {k, 1}};
+  aph_tensor dt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, delta.data(), {m, k}, {k, 1}};
+  aph_tensor ot{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, out.data(), {m, k}, {k, 1}};
+  aph_tensor wt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 1, norm_w.data(), {k}, {1}};
+  aph_tensor yt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, y.data(), {m, n}, {n, 1}};
+  aph_rms_norm_input in{};
+  in.size = sizeof(in);
+  in.residual = &rt;
+  in.delta = &dt;
+  in.weight = &wt;
+  in.eps = 1e-6f;
+  in.residual_out = &ot;
+  aph_quant_linear* group[1] = {lin};
+
+  EXPECT_EQ(vt_->linear_forward_shared_rms_norm(group, 1, &in, &yt, nullptr, &err), APH_ERR_UNSUPPORTED);
+  for (float v : out) ASSERT_EQ(v, -7.0f) << "a declined call wrote residual_out";
+  for (float v : y) ASSERT_EQ(v, -7.0f) << "a declined call wrote y";
+
+  auto fails_naming = [&](aph_rms_norm_input bad, const std::string& field) {
+    aph_error e{};
+    EXPECT_EQ(vt_->linear_forward_shared_rms_norm(group, 1, &bad, &yt, nullptr, &e), APH_ERR_INVALID_ARGUMENT)
+        << field;
+    EXPECT_NE(std::string(e.message).find(field), std::string::npos) << e.message;
+  };
+  aph_tensor short_w = wt;
+  short_w.shape[0] = k - 1;
+  aph_rms_norm_input bad = in;
+  bad.weight = &short_w;
+  fails_naming(bad, "RMSNorm weight");
+  bad = in;
+  bad.residual_out = &rt;
+  fails_naming(bad, "residual_out");
+  bad = in;
+  bad.residual_out = nullptr;
+  fails_naming(bad, "residual_out");
+  aph_tensor wide = dt;
+  wide.shape[1] = k + 32;
+  wide.strides[0] = k + 32;
+  bad = in;
+  bad.delta = &wide;
+  fails_naming(bad, "delta");
+  vt_->linear_destroy(lin);
 }

@@ -77,23 +77,10 @@ COPY=$(awk '$2=="copy_gbps"{print $3}' "$CACHE/ceilings.txt")
 TFLOPS=$(awk '$2=="bf16_tflops"{print $3}' "$CACHE/ceilings.txt")
 note "measured ceilings: copy ${COPY} GB/s (read+write), bf16 GEMM ${TFLOPS} TFLOP/s"
 
-# Bytes one decode step reads (weights minus the embedding table, which is
-# gathered, not streamed) and the parameters that take part in matmuls.
+# Bytes one decode step reads and the parameters in matmuls
+# (bench/engine/read_bytes.py).
 read_bytes() {  # file_or_dir shape
-  $PY - "$1" "$2" <<'PYEOF'
-import os, sys
-sys.path.insert(0, "bench/engine")
-from make_model import SHAPES, tensor_list
-path, shape = sys.argv[1], sys.argv[2]
-c = SHAPES[shape]
-size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path) if f.endswith(".safetensors")) \
-    if os.path.isdir(path) else os.path.getsize(path)
-total = sum(int(__import__("math").prod(s)) for _, s, _ in tensor_list(c))
-embed = c["vocab_size"] * c["hidden_size"]
-streamed = total if c["tie_word_embeddings"] else total - embed
-matmul = total - embed + (embed if c["tie_word_embeddings"] else 0)
-print(int(size * streamed / total), matmul)
-PYEOF
+  $PY bench/engine/read_bytes.py "$1" "$2"
 }
 
 run_bench() {  # label model shape kv cases timeout

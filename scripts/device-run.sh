@@ -91,11 +91,21 @@ if want attention; then
   timeout 90 $BIN/aph_bench_attention > "$OUT/bench_attention.txt" 2>&1
   record aph_bench_attention $? bench_attention.txt
 fi
-engine_case() {  # label model cases extra-args...
-  local label=$1 model=$2 cases=$3
-  shift 3
+# The RESULT lines' bandwidth column needs the copy ceiling (measured once)
+# and the bytes a step reads (bench/engine/read_bytes.py, from make_model.py's
+# shape; "-" for a model of no such shape, which gets no column).
+engine_case() {  # label model shape cases extra-args...
+  local label=$1 model=$2 shape=$3 cases=$4
+  shift 4
+  local util=() rb=""
+  if [ "$shape" != - ]; then
+    [ -n "${COPY_GBPS:-}" ] ||
+      COPY_GBPS=$(timeout 60 $BIN/aph_bench_engine --ceilings 2>> "$OUT/bench_engine.log" | awk '$2=="copy_gbps"{print $3}')
+    rb=$(python3 bench/engine/read_bytes.py "$model" "$shape" 2>> "$OUT/bench_engine.log")
+    [ -n "$COPY_GBPS" ] && [ -n "$rb" ] && util=(--copy-gbps "$COPY_GBPS" --weight-read-bytes "${rb%% *}")
+  fi
   timeout 150 $BIN/aph_bench_engine --model "$model" --label "$label" --cases "$cases" \
-    --plugins "$APH_PLUGIN_DIR" "$@" >> "$OUT/bench_engine.txt" 2>> "$OUT/bench_engine.log"
+    --plugins "$APH_PLUGIN_DIR" "${util[@]}" "$@" >> "$OUT/bench_engine.txt" 2>> "$OUT/bench_engine.log"
   record "engine $label" $? bench_engine.log
 }
 if want engine; then
@@ -104,13 +114,13 @@ if want engine; then
   mkdir -p $M
   python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $M/smol-bf16 >> "$OUT/bench_engine.log" 2>&1
   $BIN/aphrodite-quantize --type Q4_0 --pre smollm $M/smol-bf16 $M/smol-q4_0.gguf >> "$OUT/bench_engine.log" 2>&1
-  engine_case smol-q4_0 $M/smol-q4_0.gguf decode512,batch64
-  APH_PDL=0 engine_case smol-q4_0-nopdl $M/smol-q4_0.gguf decode512
-  for ab in ${AB_ENV:-}; do export "$ab"; engine_case "smol-q4_0-$ab" $M/smol-q4_0.gguf decode512; unset "${ab%%=*}"; done
+  engine_case smol-q4_0 $M/smol-q4_0.gguf smollm2-135m decode512,batch64
+  APH_PDL=0 engine_case smol-q4_0-nopdl $M/smol-q4_0.gguf smollm2-135m decode512
+  for ab in ${AB_ENV:-}; do export "$ab"; engine_case "smol-q4_0-$ab" $M/smol-q4_0.gguf smollm2-135m decode512; unset "${ab%%=*}"; done
   [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
     python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 >> "$OUT/bench_engine.log" 2>&1
-  engine_case 8b-bf16 $CACHE/llama3-8b-bf16 decode512,ctx8k
-  APH_PDL=0 engine_case 8b-bf16-nopdl $CACHE/llama3-8b-bf16 decode512
+  engine_case 8b-bf16 $CACHE/llama3-8b-bf16 llama3-8b decode512,ctx8k
+  APH_PDL=0 engine_case 8b-bf16-nopdl $CACHE/llama3-8b-bf16 llama3-8b decode512
 fi
 if want q4km; then
   step "8B Q4_K_M"
@@ -125,10 +135,10 @@ if want q4km; then
     record "Q4_K_M model" $? q4km.log
   fi
   if [ -s "$Q4KM" ]; then
-    engine_case 8b-q4km "$Q4KM" decode512,ctx8k,batch64
-    for ab in ${AB_ENV:-}; do export "$ab"; engine_case "8b-q4km-$ab" "$Q4KM" decode512; unset "${ab%%=*}"; done
+    engine_case 8b-q4km "$Q4KM" llama3-8b decode512,ctx8k,batch64
+    for ab in ${AB_ENV:-}; do export "$ab"; engine_case "8b-q4km-$ab" "$Q4KM" llama3-8b decode512; unset "${ab%%=*}"; done
     # Q4KM_TILES="16 32": batch64 again with those dequantization tile sizes.
-    for mb in ${Q4KM_TILES:-}; do APH_GGUF_TILE_MB=$mb engine_case 8b-q4km-tile$mb "$Q4KM" batch64; done
+    for mb in ${Q4KM_TILES:-}; do APH_GGUF_TILE_MB=$mb engine_case 8b-q4km-tile$mb "$Q4KM" llama3-8b batch64; done
     # Q4KM_PRICE=0 leaves the sampler-chain price out (about 2 minutes).
     if [ "${Q4KM_PRICE:-1}" = 1 ]; then
       timeout 200 bash bench/samplers/price_chain.sh "$Q4KM" > "$OUT/price_chain.txt" 2>&1
@@ -156,7 +166,7 @@ if want profile; then
       $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $P/bf16 $P/q4km.gguf >> "$OUT/profile.log" 2>&1
     model=$P/q4km.gguf cases="decode512 batch64" skip_decode=3000 count=300
   fi
-  engine_case profiled "$model" "${cases// /,}"
+  engine_case profiled "$model" - "${cases// /,}"
   for c in $cases; do
     # Launches past start-up and prefill (64 prompts of 256 are a long
     # prefill); ncu serializes them (no overlap).

@@ -72,6 +72,20 @@ class Plugin : public ::testing::Test {
   static inline void* state_ = nullptr;
 };
 
+// A one-part CPU linear (F32 activations) of weights [n, k].
+aph_linear_desc cpu_linear_desc(const char* name, const aph_weight_info* w, int64_t n, int64_t k) {
+  aph_linear_desc ld{};
+  ld.size = sizeof(ld);
+  ld.name = name;
+  ld.in_features = k;
+  ld.out_features = n;
+  ld.device = APH_DEVICE_CPU;
+  ld.act_dtype = APH_DTYPE_F32;
+  ld.n_parts = 1;
+  ld.parts = w;
+  return ld;
+}
+
 std::string write_temp(const std::string& name, const std::vector<uint8_t>& bytes) {
   auto p = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf");
   std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -157,15 +171,7 @@ TEST_F(Plugin, RealModelSource) {
   EXPECT_EQ(vt_->source_tensor(src, 272, &w, &err), APH_ERR_INVALID_ARGUMENT);
 
   // A linear layer over a real Q4_1 tensor, checked against dequantize.
-  aph_linear_desc ld{};
-  ld.size = sizeof(ld);
-  ld.name = "model.layers.29.mlp.down_proj";
-  ld.in_features = 1536;
-  ld.out_features = 576;
-  ld.device = APH_DEVICE_CPU;
-  ld.act_dtype = APH_DTYPE_F32;
-  ld.n_parts = 1;
-  ld.parts = &down;
+  aph_linear_desc ld = cpu_linear_desc("model.layers.29.mlp.down_proj", &down, 576, 1536);
   aph_quant_linear* lin = nullptr;
   ASSERT_EQ(vt_->linear_create(state_, &ld, &lin, &err), APH_OK) << err.message;
   std::vector<float> x(2 * 1536), y(2 * 576), wf(576 * 1536);
@@ -228,15 +234,7 @@ TEST_F(Plugin, EveryRealLinearForwards) {
     if (w.rank != 2) continue;
     const int64_t n = w.shape[0], k = w.shape[1];
     if (n > 4096) continue;  // the embedding is covered by get_rows above
-    aph_linear_desc ld{};
-    ld.size = sizeof(ld);
-    ld.name = w.name;
-    ld.in_features = k;
-    ld.out_features = n;
-    ld.device = APH_DEVICE_CPU;
-    ld.act_dtype = APH_DTYPE_F32;
-    ld.n_parts = 1;
-    ld.parts = &w;
+    const aph_linear_desc ld = cpu_linear_desc(w.name, &w, n, k);
     aph_quant_linear* lin = nullptr;
     ASSERT_EQ(vt_->linear_create(state_, &ld, &lin, &err), APH_OK) << w.name << ": " << err.message;
     std::vector<float> x(2 * k), y(2 * n), wf(n * k);
@@ -351,15 +349,7 @@ TEST_F(Plugin, RmsNormInputIsCheckedAndDeclinedOnCpu) {
   wi.shape[1] = k;
   wi.data = w.data();
   wi.nbytes = w.size();
-  aph_linear_desc ld{};
-  ld.size = sizeof(ld);
-  ld.name = "model.layers.0.self_attn.q_proj";
-  ld.in_features = k;
-  ld.out_features = n;
-  ld.device = APH_DEVICE_CPU;
-  ld.act_dtype = APH_DTYPE_F32;
-  ld.n_parts = 1;
-  ld.parts = &wi;
+  const aph_linear_desc ld = cpu_linear_desc("model.layers.0.self_attn.q_proj", &wi, n, k);
   aph_quant_linear* lin = nullptr;
   aph_error err{};
   ASSERT_EQ(vt_->linear_create(state_, &ld, &lin, &err), APH_OK) << err.message;

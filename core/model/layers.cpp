@@ -8,6 +8,11 @@
 
 namespace aph::model {
 
+// Whether the vtable has the optional trailing member and sets it: plugins
+// built before a member was added have a smaller vtable.
+#define APH_OFFERS(vt, member) \
+  ((vt)->size >= offsetof(aph_quant_vtable, member) + sizeof((vt)->member) && (vt)->member != nullptr)
+
 DenseLinear::DenseLinear(Tensor weight, Tensor bias)
     : Linear(weight.dim(1), weight.dim(0)), weight_(std::move(weight)), bias_(std::move(bias)) {}
 
@@ -38,9 +43,7 @@ void PluginLinear::forward(const ops::Exec& exec, const Tensor& x, Tensor& y) co
 bool PluginLinear::forward_silu_mul(const ops::Exec& exec, const void* gate, const void* up, int64_t stride,
                                     Tensor& y) const {
   const aph_quant_vtable* vt = plugin_.vtable;
-  // An optional trailing member: plugins built before it have a smaller vtable.
-  const size_t needed = offsetof(aph_quant_vtable, linear_forward_silu_mul) + sizeof(vt->linear_forward_silu_mul);
-  if (vt->size < needed || vt->linear_forward_silu_mul == nullptr) return false;
+  if (!APH_OFFERS(vt, linear_forward_silu_mul)) return false;
   const int64_t m = y.numel() / out_features();
   auto rows = [&](const void* p) {
     aph_tensor t{};
@@ -70,9 +73,7 @@ std::vector<aph_quant_linear*> PluginLinear::shared_handles(const std::vector<st
   const auto* first = dynamic_cast<const PluginLinear*>(parts[0].get());
   if (!first) return {};
   const aph_quant_vtable* vt = first->plugin_.vtable;
-  // An optional trailing member: plugins built before it have a smaller vtable.
-  const size_t needed = offsetof(aph_quant_vtable, linear_forward_shared) + sizeof(vt->linear_forward_shared);
-  if (vt->size < needed || vt->linear_forward_shared == nullptr) return {};
+  if (!APH_OFFERS(vt, linear_forward_shared)) return {};
   std::vector<aph_quant_linear*> handles;
   for (const auto& p : parts) {
     const auto* pl = dynamic_cast<const PluginLinear*>(p.get());
@@ -98,10 +99,7 @@ void PluginLinear::forward_shared(const ops::Exec& exec, const std::vector<aph_q
 bool PluginLinear::forward_shared_rms_norm(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
                                            const NormedInput& in, std::vector<Tensor>& ys) const {
   const aph_quant_vtable* vt = plugin_.vtable;
-  // An optional trailing member: plugins built before it have a smaller vtable.
-  const size_t needed =
-      offsetof(aph_quant_vtable, linear_forward_shared_rms_norm) + sizeof(vt->linear_forward_shared_rms_norm);
-  if (vt->size < needed || vt->linear_forward_shared_rms_norm == nullptr) return false;
+  if (!APH_OFFERS(vt, linear_forward_shared_rms_norm)) return false;
   const int64_t m = in.residual->dim(0);
   const aph_tensor rv = in.residual->view(), wv = in.weight->view();
   aph_tensor dv{}, ov{};

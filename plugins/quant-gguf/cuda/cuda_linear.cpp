@@ -36,6 +36,13 @@ void* alloc(PluginState& st, int32_t device, uint64_t bytes, const std::string& 
   return p;
 }
 
+// A switch that is on unless the environment sets it to "0" (read once by
+// each caller's static).
+bool on_unless_zero(const char* name) {
+  const char* env = std::getenv(name);
+  return !(env && std::string(env) == "0");
+}
+
 // Bytes of F16/BF16 a dequantized tile holds (APH_GGUF_TILE_MB, default 64):
 // a smaller tile can stay in L2 between the dequantization and the GEMM, a
 // larger one costs fewer launches.
@@ -51,10 +58,7 @@ int64_t tile_bytes() {
 // APH_GGUF_TILE_GEMM=0 sends batches of 33..128 rows to the dequantize +
 // cuBLAS path instead of the tile GEMM (to compare the two).
 bool tile_gemm_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("APH_GGUF_TILE_GEMM");
-    return !(env && std::string(env) == "0");
-  }();
+  static const bool on = on_unless_zero("APH_GGUF_TILE_GEMM");
   return on;
 }
 
@@ -62,20 +66,14 @@ bool tile_gemm_enabled() {
 // reading a copy a quantization kernel made; APH_GGUF_CTA_QUANT=0 launches
 // that kernel again (to measure what the fusion gains).
 bool cta_quantization_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("APH_GGUF_CTA_QUANT");
-    return !(env && std::string(env) == "0");
-  }();
+  static const bool on = on_unless_zero("APH_GGUF_CTA_QUANT");
   return on;
 }
 
 // A batch-1 projection group after a residual add norms its x itself (no
 // add_rms_norm launch); APH_GGUF_FUSED_NORM=0 leaves the norm to the host.
 bool fused_norm_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("APH_GGUF_FUSED_NORM");
-    return !(env && std::string(env) == "0");
-  }();
+  static const bool on = on_unless_zero("APH_GGUF_FUSED_NORM");
   return on;
 }
 

@@ -40,14 +40,22 @@ struct ModelSetup {
   float rope_mscale = 1.0f;
 };
 
+// The final hidden states before the final norm, as the last residual add
+// leaves them: stream + delta, [n_tokens, hidden] (delta undefined: stream
+// alone). The add is left to whoever norms them (the runner, or the LM head's
+// plugin folding the add and norm into its input); spare is a free buffer of
+// stream's shape for the sum.
+struct FinalHidden {
+  Tensor stream, delta, spare;
+};
+
 class DecoderModel {
  public:
   virtual ~DecoderModel() = default;
   virtual void load(const WeightLoader& weights, const weights::ModelConfig& config, const ModelSetup& setup) = 0;
   // Sizes the workspaces for steps of up to max_tokens tokens.
   virtual void reserve(int64_t max_tokens) = 0;
-  // Returns the final hidden states [n_tokens, hidden] before the final norm.
-  virtual Tensor forward(StepContext& ctx) = 0;
+  virtual FinalHidden forward(StepContext& ctx) = 0;
   virtual uint64_t device_bytes() const = 0;
 
   const Tensor& final_norm() const { return final_norm_; }

@@ -126,6 +126,11 @@ bool PluginLinear::forward_shared_rms_norm(const ops::Exec& exec, const std::vec
   return true;
 }
 
+bool PluginLinear::forward_rms_norm(const ops::Exec& exec, const NormedInput& in, Tensor& y) const {
+  std::vector<Tensor> ys{y};  // a view: the plugin writes y's memory
+  return forward_shared_rms_norm(exec, {handle_}, in, ys);
+}
+
 uint64_t PluginLinear::device_bytes() const {
   return plugin_.vtable->linear_device_bytes ? plugin_.vtable->linear_device_bytes(handle_) : 0;
 }

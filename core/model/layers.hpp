@@ -79,6 +79,9 @@ class PluginLinear : public Linear {
   // when the plugin has none or declines.
   bool forward_shared_rms_norm(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
                                const NormedInput& in, std::vector<Tensor>& ys) const;
+  // y = RMSNorm(residual + delta) * weight · W for this linear alone (the LM
+  // head after the last layer); false (nothing done) as above.
+  bool forward_rms_norm(const ops::Exec& exec, const NormedInput& in, Tensor& y) const;
   bool has_get_rows() const { return plugin_.vtable->linear_get_rows != nullptr; }
   // out[i, :] = W[ids[i], :] dequantized (quantized embedding tables).
   void get_rows(const ops::Exec& exec, const Tensor& ids, Tensor& out) const;

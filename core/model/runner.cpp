@@ -321,7 +321,7 @@ Runner::Meta Runner::stage(const StepBatch& b, int64_t padded_seqs, int32_t tabl
 }
 
 Tensor Runner::run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t table_width, int32_t max_query_len,
-                   int32_t max_context_len, int64_t n_logits) {
+                   int32_t max_context_len, int64_t n_logits, bool rows_in_order) {
   StepContext ctx;
   ctx.exec = exec();
   ctx.n_tokens = n_tokens;
@@ -348,24 +348,48 @@ Tensor Runner::run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t t
     a.split_counters = split_counters_.as<int32_t>();
     a.split_counters_len = split_counters_.numel();
   }
-  Tensor hidden = model_->forward(ctx);
-  Tensor idx = meta.logits_idx;
+  const FinalHidden fh = model_->forward(ctx);
+  return head(ctx.exec, fh, meta.logits_idx, n_tokens, n_logits, rows_in_order);
+}
+
+Tensor Runner::head(const ops::Exec& exec, const FinalHidden& fh, const Tensor& idx, int64_t n_tokens,
+                    int64_t n_logits, bool rows_in_order) {
+  const Tensor& norm = model_->final_norm();
+  const float eps = model_->norm_eps();
+  const bool has_delta = fh.delta.defined();
   Tensor normed = normed_logits_.rows(0, n_logits);
   Tensor out = logits_.rows(0, n_logits);
-  const Linear& head = model_->lm_head();
-  if (const auto* dense = dynamic_cast<const DenseLinear*>(&head)) {
-    ops::logits(ctx.exec, hidden, idx, model_->final_norm(), model_->norm_eps(), dense->weight(), normed, out);
+  Tensor lm = device_ == APH_DEVICE_CPU ? out : lm_out_.rows(0, n_logits);
+  Tensor spare = fh.spare;
+  const Linear& lm_head = model_->lm_head();
+  const auto* dense = dynamic_cast<const DenseLinear*>(&lm_head);
+  const auto* plugin_head = dynamic_cast<const PluginLinear*>(&lm_head);
+  // Decode: the head's plugin folds the last add and the final norm into its
+  // input when it can, one kernel for what are add_rms_norm, the head's
+  // quantization and (in general) a gather and a norm.
+  const NormedInput in{&fh.stream, has_delta ? &fh.delta : nullptr, &norm, eps, &spare};
+  if (rows_in_order && plugin_head != nullptr && plugin_head->forward_rms_norm(exec, in, lm)) {
+    if (device_ != APH_DEVICE_CPU) ops::convert(exec, lm, out);
     return out;
   }
-  ops::gather_rows(ctx.exec, hidden, idx, normed);
-  ops::rms_norm(ctx.exec, normed, model_->final_norm(), model_->norm_eps(), normed);
-  if (device_ == APH_DEVICE_CPU) {
-    head.forward(ctx.exec, normed, out);
+  // Otherwise every token's row is normed (with delta, the sum goes to spare).
+  Tensor all_rows = normed_logits_.rows(0, n_tokens);  // reserve sized it for every token
+  if (has_delta) {
+    ops::add_rms_norm(exec, fh.stream, fh.delta, norm, eps, all_rows, spare);
   } else {
-    Tensor lm = lm_out_.rows(0, n_logits);
-    head.forward(ctx.exec, normed, lm);
-    ops::convert(ctx.exec, lm, out);
+    ops::rms_norm(exec, fh.stream, norm, eps, all_rows);
   }
+  if (dense != nullptr) {  // gathers and norms the summed rows itself
+    ops::logits(exec, has_delta ? spare : fh.stream, idx, norm, eps, dense->weight(), normed, out);
+    return out;
+  }
+  if (rows_in_order) {
+    lm_head.forward(exec, all_rows, lm);
+  } else {
+    ops::gather_rows(exec, all_rows, idx, normed);
+    lm_head.forward(exec, normed, lm);
+  }
+  if (device_ != APH_DEVICE_CPU) ops::convert(exec, lm, out);
   return out;
 }
 
@@ -390,7 +414,9 @@ Tensor Runner::forward(const StepBatch& b) {
   }
   reserve(t, s, b.max_blocks_per_seq);
   Meta meta = stage(b, s, b.max_blocks_per_seq);
-  return run(meta, t, s, b.max_blocks_per_seq, max_q, max_ctx, static_cast<int64_t>(b.logits_indices.size()));
+  bool in_order = static_cast<int64_t>(b.logits_indices.size()) == t;
+  for (int64_t i = 0; in_order && i < t; ++i) in_order = b.logits_indices[i] == i;
+  return run(meta, t, s, b.max_blocks_per_seq, max_q, max_ctx, static_cast<int64_t>(b.logits_indices.size()), in_order);
 }
 
 StepBatch Runner::padding_batch(int seqs, int32_t table_width) const {
@@ -426,11 +452,11 @@ void Runner::capture_decode_graphs(const std::vector<int>& batch_sizes, int max_
     StepBatch pad = padding_batch(bs, max_blocks_per_seq);
     // One eager run first: libraries and plugins finish their lazy set-up outside the capture.
     Meta meta = stage(pad, bs, max_blocks_per_seq);
-    run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, bs);
+    run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, bs, true);
     ops::synchronize(exec());
     device_ctx_->begin_capture();
     try {
-      run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, bs);
+      run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, bs, true);
     } catch (...) {
       try {
         device_ctx_->end_capture(bs);

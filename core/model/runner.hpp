@@ -34,8 +34,13 @@ class Runner final : public ModelRunner {
   void validate(const StepBatch& b) const;
   void reserve(int64_t tokens, int64_t seqs, int64_t max_blocks);
   Meta stage(const StepBatch& b, int64_t padded_seqs, int32_t table_width);
+  // rows_in_order: the logits rows are the step's tokens, in order (decode),
+  // so the final norm needs no gather.
   Tensor run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t table_width, int32_t max_query_len,
-             int32_t max_context_len, int64_t n_logits);
+             int32_t max_context_len, int64_t n_logits, bool rows_in_order);
+  // Logits [n_logits, vocab] F32 from the model's final hidden states.
+  Tensor head(const ops::Exec& exec, const FinalHidden& fh, const Tensor& idx, int64_t n_tokens, int64_t n_logits,
+              bool rows_in_order);
   StepBatch padding_batch(int seqs, int32_t table_width) const;
   ops::Exec exec() const;
 

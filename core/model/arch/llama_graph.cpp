@@ -73,7 +73,7 @@ bool rope_in_decode_enabled() {
 }
 }  // namespace
 
-Tensor LlamaGraph::forward(StepContext& ctx) {
+FinalHidden LlamaGraph::forward(StepContext& ctx) {
   const int64_t t = ctx.n_tokens;
   if (!residual_.defined() || residual_.dim(0) < t) throw Error(APH_ERR_INTERNAL, "LlamaGraph: workspace too small");
   const ops::Exec& ex = ctx.exec;
@@ -150,9 +150,9 @@ Tensor LlamaGraph::forward(StepContext& ctx) {
       l.down_proj->forward(ex, act, delta);
     }
   }
-  // The last layer's MLP output still has to join the residual stream.
-  ops::add_rms_norm(ex, residual[cur], delta, final_norm_, norm_eps_, normed, residual[cur ^ 1]);
-  return residual[cur ^ 1];
+  // The last layer's MLP output still has to join the residual stream: the
+  // final norm does that add (for the rows that need logits only).
+  return {residual[cur], delta, residual[cur ^ 1]};
 }
 
 uint64_t LlamaGraph::device_bytes() const {

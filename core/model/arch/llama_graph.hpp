@@ -16,7 +16,7 @@ class LlamaGraph : public DecoderModel {
   explicit LlamaGraph(LlamaVariant variant) : variant_(variant) {}
   void load(const WeightLoader& weights, const weights::ModelConfig& config, const ModelSetup& setup) override;
   void reserve(int64_t max_tokens) override;
-  Tensor forward(StepContext& ctx) override;
+  FinalHidden forward(StepContext& ctx) override;
   uint64_t device_bytes() const override;
 
  private:

@@ -22,7 +22,8 @@
 #   profile    a 4-layer model of the 8B shape in Q4_K_M: ncu kernel times of
 #              decode steps at batch 1 and 64 (bench/engine/kernel_table.py);
 #              PROFILE_MODEL=smol: the 30-layer SmolLM2-135M shape in Q4_0,
-#              batch 1
+#              batch 1; PROFILE_MODEL=chain: the 4-layer model at batch 1
+#              sampling with every stage (bench/samplers/chains.sh)
 #              AB_ENV="VAR=value ...": the 135M and 8B Q4_K_M decode512 cases
 #              again under each of those settings (e.g. APH_GGUF_CTA_QUANT=0)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
@@ -157,14 +158,18 @@ if want profile; then
       python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $P/smol-bf16 > "$OUT/profile.log" 2>&1
     [ -s $P/smol-q4_0.gguf ] ||
       $BIN/aphrodite-quantize --type Q4_0 --pre smollm $P/smol-bf16 $P/smol-q4_0.gguf >> "$OUT/profile.log" 2>&1
-    model=$P/smol-q4_0.gguf cases=decode512 skip_decode=20000 count=500
+    model=$P/smol-q4_0.gguf cases=decode512 skip_decode=20000 count=500 sampling=()
   else
     step "kernel profile (4-layer 8B shape, Q4_K_M)"
     [ -f $P/bf16/config.json ] ||
       python3 bench/engine/make_model.py --shape llama3-8b --layers 4 --dtype bf16 --out $P/bf16 > "$OUT/profile.log" 2>&1
     [ -s $P/q4km.gguf ] ||
       $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $P/bf16 $P/q4km.gguf >> "$OUT/profile.log" 2>&1
-    model=$P/q4km.gguf cases="decode512 batch64" skip_decode=3000 count=300
+    model=$P/q4km.gguf cases="decode512 batch64" skip_decode=3000 count=300 sampling=()
+    if [ "${PROFILE_MODEL:-8b}" = chain ]; then
+      source bench/samplers/chains.sh
+      cases=decode512 count=400 sampling=(--sampling "$EVERY_STAGE")
+    fi
   fi
   engine_case profiled "$model" - "${cases// /,}"
   for c in $cases; do
@@ -174,7 +179,7 @@ if want profile; then
     [ $c = batch64 ] && skip=7000
     timeout 150 $NCU --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
       --launch-skip $skip --launch-count $count \
-      $BIN/aph_bench_engine --model "$model" --label prof --cases $c --plugins "$APH_PLUGIN_DIR" \
+      $BIN/aph_bench_engine --model "$model" --label prof --cases $c --plugins "$APH_PLUGIN_DIR" "${sampling[@]}" \
       > "$OUT/ncu_$c.csv" 2>> "$OUT/profile.log"
     python3 bench/engine/kernel_table.py "$OUT/ncu_$c.csv" --tail $((count / 2)) > "$OUT/kernels_$c.txt" 2>&1
     record "ncu $c" $? "kernels_$c.txt"

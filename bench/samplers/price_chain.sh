@@ -18,14 +18,7 @@ MODEL=${1:-/tmp/aph-models/8b-bf16}
 if [ ! -e "$MODEL/config.json" ] && [ ! -f "$MODEL" ]; then
   python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out "$MODEL" >&2
 fi
-DEFAULT_CHAIN='{"dry_multiplier":0.8,"dry_base":1.75,"dry_allowed_length":2,"repetition_penalty":1.1,
- "frequency_penalty":0.1,"presence_penalty":0.1,"xtc_threshold":0.1,"xtc_probability":1.0,"min_p":0.05,
- "temperature":0.8,"seed":1}'
-EVERY_STAGE='{"dry_multiplier":0.8,"repetition_penalty":1.1,"frequency_penalty":0.1,"presence_penalty":0.1,
- "rep_pen_range":1024,"no_repeat_ngram_size":4,"temperature":0.9,"dynatemp_min":0.5,"dynatemp_max":1.5,
- "nsigma":3.0,"top_k":100,"top_p":0.95,"top_a":0.05,"min_p":0.02,"tfs":0.98,"eta_cutoff":3.0,
- "epsilon_cutoff":3.0,"typical_p":0.98,"smoothing_factor":0.2,"skew":0.1,"xtc_threshold":0.1,
- "xtc_probability":0.5,"seed":1}'
+source bench/samplers/chains.sh  # DEFAULT_CHAIN, EVERY_STAGE
 run() {  # label sampling-json
   "$BIN/aph_bench_engine" --model "$MODEL" --label "$1" --cases decode512 --plugins "$PLUGINS" \
     --sampling "$2" | awk -F'\t' '$1=="RESULT"{print $4}' || echo 0

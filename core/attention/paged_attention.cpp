@@ -77,10 +77,6 @@ void check_args(const PagedAttentionArgs& a) {
                 r.v_stride >= static_cast<int64_t>(L.num_kv_heads) * L.head_dim,
             "rope row strides must cover the heads");
   }
-  if (a.split_counters != nullptr) {
-    require(a.split_counters_len >= static_cast<int64_t>(a.n_seqs) * a.num_heads,
-            "split_counters_len must be at least n_seqs * num_heads");
-  }
   if (a.n_seqs > 0) {
     require(a.q != nullptr && a.out != nullptr, "q and out are required");
     require(a.query_start != nullptr && a.context_lens != nullptr, "query_start and context_lens are required");
@@ -107,32 +103,22 @@ void run_cuda(const PagedAttentionArgs& a) {
     const size_t have = a.workspace == nullptr ? 0 : a.workspace_bytes;
     splits = std::min(splits, decode_splits_that_fit(a.n_seqs, a.num_heads, a.layout.head_dim, have));
   }
-  // The caller's counters stay zero between calls; otherwise they sit after
-  // the partials and the KV write zeroes them.
+  // The split counters sit after the partials; the KV write zeroes them.
   int32_t* counters = nullptr;
   int64_t n_counters = 0;
-  if (splits > 1 && a.split_counters != nullptr) {
-    counters = a.split_counters;
-  } else if (splits > 1) {
+  if (splits > 1) {
     const size_t partials = decode_workspace_bytes(a.n_seqs, a.num_heads, a.layout.head_dim, splits) -
                             static_cast<size_t>(a.n_seqs) * a.num_heads * sizeof(int32_t);
     counters = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(a.workspace) + partials);
     n_counters = static_cast<int64_t>(a.n_seqs) * a.num_heads;
   }
   const bool rope = a.rope.inv_freq != nullptr;
-  // Every sequence decodes one token: the decode kernel can rotate and store
-  // the new rows itself, if nothing needs the write to zero the counters.
-  const bool rope_in_decode = rope && a.rope.in_decode && a.max_query_len == 1 && a.n_tokens == a.n_seqs &&
-                              (splits == 1 || a.split_counters != nullptr);
-  if (a.n_tokens > 0 && !rope_in_decode) {
+  if (a.n_tokens > 0) {
     check_launch(cuda::launch_write_kv_cache(a, counters, n_counters, stream), "KV cache write");
   }
   if (a.n_seqs == 0 || a.n_tokens == 0) return;  // no token, nothing to attend for
   PagedAttentionArgs b = a;
-  if (rope && !rope_in_decode) {
-    b.q = a.rope.q_rot;  // the write left the rotated q there
-    b.rope.inv_freq = nullptr;
-  }
+  if (rope) b.q = a.rope.q_rot;  // the write left the rotated q there
   // Decode CTAs of sequences with q_len != 1 exit at once, and prefill CTAs
   // skip q_len == 1, so a mixed batch takes both paths in two launches.
   check_launch(cuda::launch_decode(b, splits, counters, stream), "decode attention");

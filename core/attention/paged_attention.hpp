@@ -33,12 +33,6 @@ struct FusedRope {
   float mscale = 1.0f;
   int64_t q_stride = 0, k_stride = 0, v_stride = 0;
   void* q_rot = nullptr;
-  // Decode-only calls (every sequence one new token) may skip the write
-  // kernel: the decode kernel rotates q itself, and the CTA that holds a
-  // sequence's newest token rotates its k and stores k and v. Same bits as
-  // the write's rotation; q_rot is then left untouched. Needs
-  // PagedAttentionArgs::split_counters whenever the plan splits.
-  bool in_decode = false;
 };
 
 struct PagedAttentionArgs {
@@ -68,12 +62,6 @@ struct PagedAttentionArgs {
   // Scratch for split-K decode on CUDA (bytes from paged_attention_workspace_bytes).
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
-  // CUDA: optional arrival counters for split decode, at least n_seqs *
-  // num_heads, zeroed once by the owner; every call leaves them zero. Without
-  // them the counters live in the workspace and the KV write zeroes them, so
-  // a call without this array always runs the write kernel.
-  int32_t* split_counters = nullptr;
-  int64_t split_counters_len = 0;
   FusedRope rope;  // CUDA: optional (rope.inv_freq set)
 };
 

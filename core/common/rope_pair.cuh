@@ -26,21 +26,9 @@ __device__ __forceinline__ Pair pair(float pos, const float* inv_freq, int i, in
   return p;
 }
 
-// The pair that element j (< 2 * half) of a head belongs to: its index i and
-// the two elements (a, b) it rotates.
-struct PairOf {
-  int i, a, b;
-};
-__device__ __forceinline__ PairOf pair_of(int j, int half, bool interleaved) {
-  const int i = interleaved ? j >> 1 : (j < half ? j : j - half);
-  return {i, interleaved ? 2 * i : i, interleaved ? 2 * i + 1 : i + half};
-}
-
-// (x[a], x[b]) rotated. The roundings are spelled out (no contraction left to
-// the compiler) so every kernel that rotates gets the same bits: the decode
-// kernel's RoPE and the KV write's must store identical cache rows.
+// (x[a], x[b]) rotated.
 __device__ __forceinline__ float2 rotate(const Pair& p, float x0, float x1) {
-  return make_float2(__fmaf_rn(x0, p.c, -__fmul_rn(x1, p.s)), __fmaf_rn(x1, p.c, __fmul_rn(x0, p.s)));
+  return make_float2(x0 * p.c - x1 * p.s, x1 * p.c + x0 * p.s);
 }
 
 }  // namespace aph::rope

@@ -19,11 +19,8 @@ cudaError_t launch_write_kv_cache(const PagedAttentionArgs& args, int32_t* count
 // Flash-decoding for sequences with q_len == 1: `splits` CTAs per (sequence,
 // head group) each cover a slice of the context computed on the device from
 // context_lens; with splits > 1 they leave partials in args.workspace and the
-// last CTA of each group to finish (counted in `counters`, zero on entry:
-// zeroed by the KV write before, or left zero by the previous call) merges
-// them and zeroes its counter. With args.rope.inv_freq set, q/k/v are the
-// unrotated projections and the kernel rotates and stores the new rows itself
-// (no KV write before it; decode-only calls).
+// last CTA of each group to finish (counted in `counters`, zeroed by the KV
+// write before) merges them.
 cudaError_t launch_decode(const PagedAttentionArgs& args, int splits, int32_t* counters,
                           cudaStream_t stream);
 

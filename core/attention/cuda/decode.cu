@@ -16,16 +16,7 @@
 // slivers of a few tokens and the merge reads only eff partials. With eff == 1
 // the lone CTA writes the output directly (no workspace, no counter). The
 // merge batches its L2 loads (8 splits in flight per output element) instead
-// of one dependent round trip per split, then zeroes its arrival counter, so
-// a counter array the caller zeroed once stays zero between calls.
-//
-// RoPE in decode (DecodeParams::inv_freq set, decode-only steps): no KV write
-// kernel runs before this one. q, k and v are the projections before
-// rotation; every CTA rotates its own query heads, and the CTA whose split
-// holds the newest token also rotates that token's k row, stores k and v
-// into the cache, and takes both rows from shared memory instead of the
-// cache. That saves a kernel a layer, which at batch 1 is time: each launch
-// on the layer's dependent chain costs microseconds, not bytes.
+// of one dependent round trip per split.
 #include <cfloat>
 #include <cmath>
 
@@ -34,7 +25,6 @@
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/split_plan.hpp"
 #include "core/common/cuda_pdl.cuh"
-#include "core/common/rope_pair.cuh"
 
 namespace aph::attention::cuda {
 namespace {
@@ -57,8 +47,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 struct DecodeParams {
   const void* q;
   void* out;
-  uint8_t* k_cache;  // read through tile copies; RoPE in decode also stores the newest row
-  uint8_t* v_cache;
+  const uint8_t* k_cache;
+  const uint8_t* v_cache;
   const int32_t* query_start;
   const int32_t* context_lens;
   const int32_t* block_tables;
@@ -74,20 +64,7 @@ struct DecodeParams {
   float* ws_out;  // [seq][head][split][HD]
   float* ws_max;  // [seq][head][split]
   float* ws_sum;
-  int32_t* counters;  // [seq][head CTA]: zero on entry, left zero by the merging CTA
-  int64_t q_stride;   // elements between tokens' q rows
-  // RoPE in decode; inv_freq == nullptr means q is rotated and the cache complete.
-  const float* inv_freq;
-  const int32_t* positions;
-  const void* k_new;  // this step's k and v rows (before rotation), k_stride / v_stride apart
-  const void* v_new;
-  int64_t k_stride, v_stride;
-  const int64_t* slot_mapping;
-  int64_t total_slots;
-  int32_t rotary_dim;
-  bool interleaved;
-  float mscale;
-  float k_scale, v_store_scale;  // fp8 caches: stored = value / scale
+  int32_t* counters;  // [seq][head CTA], zeroed by the KV write kernel
 };
 
 template <int HD, typename KvT, int kThreads>
@@ -104,22 +81,8 @@ struct DecodeShape {
   static constexpr int kKvBytes = 4 * kTileBytes;     // K and V, double buffered
   static constexpr int kRedBytes = kPvSlices * kGroup * HD * 4;
   static constexpr int kBigBytes = kKvBytes > kRedBytes ? kKvBytes : kRedBytes;
-  // After the big buffer: the newest token's K and V rows (RoPE in decode),
-  // then q, scores, softmax state and the rotation's cos/sin table.
-  static constexpr int kFreshBytes = 2 * kRowBytes;
-  static constexpr int kSmemBytes = kBigBytes + kFreshBytes + (kGroup * HD + kGroup * kTile + 3 * kGroup + HD) * 4;
+  static constexpr int kSmemBytes = kBigBytes + (kGroup * HD + kGroup * kTile + 3 * kGroup) * 4;
 };
-
-// Element j of a head row after RoPE (cos/sin of pair i at cs[i] and
-// cs[HD / 2 + i]), rounded to the act dtype as the KV write's rotation is.
-template <int HD, typename ActT>
-__device__ __forceinline__ float roped(const ActT* row, int j, int rotary_dim, bool interleaved, const float* cs) {
-  if (j >= rotary_dim) return to_float<ActT>(row[j]);
-  const rope::PairOf at = rope::pair_of(j, rotary_dim / 2, interleaved);
-  const rope::Pair pr{at.a, at.b, cs[at.i], cs[HD / 2 + at.i]};
-  const float2 r = rope::rotate(pr, to_float<ActT>(row[at.a]), to_float<ActT>(row[at.b]));
-  return to_float<ActT>(from_float<ActT>(j == at.a ? r.x : r.y));
-}
 
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
@@ -142,14 +105,11 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   constexpr int kTile = S::kTile;
   extern __shared__ __align__(16) uint8_t smem[];
   uint8_t* kv_smem = smem;
-  uint8_t* fresh_k = smem + S::kBigBytes;
-  uint8_t* fresh_v = fresh_k + S::kRowBytes;
-  float* q_s = reinterpret_cast<float*>(fresh_k + S::kFreshBytes);
+  float* q_s = reinterpret_cast<float*>(smem + S::kBigBytes);
   float* s_s = q_s + kGroup * HD;
   float* m_s = s_s + kGroup * kTile;
   float* l_s = m_s + kGroup;
   float* a_s = l_s + kGroup;
-  float* cs_s = a_s + kGroup;  // RoPE: cos[HD / 2], sin[HD / 2]
 
   const int tid = threadIdx.x;
   const int seq = blockIdx.z;
@@ -215,30 +175,14 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     cp_async_commit();
   };
 
-  // Launched as a dependent of the KV write, or with RoPE in decode of the
-  // QKV projection (core/common/cuda_pdl.cuh): the block table and every
-  // cached token but this step's (ctx - 1) were complete before this step's
-  // first kernel, so the first tile streams in while the kernels before
-  // finish. q and the newest row are read only after the wait.
+  // Launched as a dependent of the KV write (core/common/cuda_pdl.cuh): the
+  // block table and every cached token but this step's (ctx - 1, which that
+  // write stores) were complete before this step's first kernel, so the
+  // first tile streams in while the write and the rope before it finish.
+  // q and the newest row are read only after the wait.
   const int fresh = ctx - 1;
-  const bool rope = p.inv_freq != nullptr;
-  // RoPE in decode: this CTA makes the newest rows itself, and no tile copy
-  // ever reads them from the cache.
-  const bool makes_fresh = rope && fresh >= begin && fresh < end;
-  const int skip_later = rope ? fresh : -1;
-  const bool fresh_in_first = !rope && n_tiles > 0 && fresh >= begin && fresh < min(end, begin + kTile);
+  const bool fresh_in_first = n_tiles > 0 && fresh >= begin && fresh < min(end, begin + kTile);
   if (n_tiles > 0) issue_tile(0, 0, fresh);
-  int64_t fresh_slot = -1;
-  if (rope) {  // positions and slots are step inputs: the angles are ready before the wait
-    const int half = p.rotary_dim / 2;
-    const float pos = static_cast<float>(p.positions[q_tok]);
-    for (int i = tid; i < half; i += kThreads) {
-      const rope::Pair pr = rope::pair(pos, p.inv_freq, i, half, p.interleaved, p.mscale);
-      cs_s[i] = pr.c;
-      cs_s[HD / 2 + i] = pr.s;
-    }
-    fresh_slot = p.slot_mapping[q_tok];
-  }
   cuda_pdl::wait_for_producer();
   if (fresh_in_first) {
     uint8_t* ks = kv_smem;
@@ -252,22 +196,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     cp_async_commit();
   }
 
-  const ActT* q = static_cast<const ActT*>(p.q) + static_cast<size_t>(q_tok) * p.q_stride;
-  if (!rope) {
-    for (int i = tid; i < G * HD; i += kThreads) q_s[i] = to_float<ActT>(q[(h0 + i / HD) * HD + i % HD]) * p.qk_scale;
-  } else {
-    __syncthreads();  // the cos/sin table
-    for (int i = tid; i < G * HD; i += kThreads) {
-      q_s[i] = roped<HD>(q + (h0 + i / HD) * HD, i % HD, p.rotary_dim, p.interleaved, cs_s) * p.qk_scale;
-    }
-    if (makes_fresh) {
-      const ActT* krow = static_cast<const ActT*>(p.k_new) + static_cast<size_t>(q_tok) * p.k_stride + kvh * HD;
-      const ActT* vrow = static_cast<const ActT*>(p.v_new) + static_cast<size_t>(q_tok) * p.v_stride + kvh * HD;
-      for (int j = tid; j < HD; j += kThreads) {
-        store_kv_element<KvT>(roped<HD>(krow, j, p.rotary_dim, p.interleaved, cs_s), fresh_k + j * kB, p.k_scale);
-        store_kv_element<KvT>(to_float<ActT>(vrow[j]), fresh_v + j * kB, p.v_store_scale);
-      }
-    }
+  const ActT* q = static_cast<const ActT*>(p.q);
+  for (int i = tid; i < G * HD; i += kThreads) {
+    const int g = i / HD, d = i % HD;
+    q_s[i] = to_float<ActT>(q[(static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + d]) * p.qk_scale;
   }
   if (tid < kGroup) {
     m_s[tid] = -INFINITY;
@@ -286,36 +218,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   const int warp = tid / 32, lane = tid % 32;
 
   __syncthreads();
-  // Padding tokens' slots may be out of range: they store nothing. One CTA
-  // of the KV head (head chunk 0) stores; every CTA holding the token uses
-  // the rows from shared memory.
-  if (makes_fresh && g0 == 0 && fresh_slot >= 0 && fresh_slot < p.total_slots) {
-    for (int c = tid; c < 2 * S::kRowChunks; c += kThreads) {
-      const bool is_v = c >= S::kRowChunks;
-      const int cc = is_v ? c - S::kRowChunks : c;
-      uint8_t* dst = (is_v ? p.v_cache : p.k_cache) + static_cast<size_t>(fresh_slot) * slot_stride + head_off + cc * 16;
-      *reinterpret_cast<uint4*>(dst) =
-          *reinterpret_cast<const uint4*>((is_v ? fresh_v : fresh_k) + cc * 16);
-    }
-  }
-  const int fresh_tile = makes_fresh ? (fresh - begin) / kTile : -1;
   for (int it = 0; it < n_tiles; ++it) {
     const int buf = it & 1;
     if (it + 1 < n_tiles) {
-      issue_tile(it + 1, buf ^ 1, skip_later);
+      issue_tile(it + 1, buf ^ 1, -1);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
-    }
-    if (it == fresh_tile) {  // the row no copy brought: from the staging rows
-      uint8_t* ks = kv_smem + 2 * buf * S::kTileBytes;
-      const int t = fresh - (begin + it * kTile);
-      for (int c = tid; c < 2 * S::kRowChunks; c += kThreads) {
-        const bool is_v = c >= S::kRowChunks;
-        const int cc = is_v ? c - S::kRowChunks : c;
-        *reinterpret_cast<uint4*>(ks + (is_v ? S::kTileBytes : 0) + t * S::kRowStride + cc * 16) =
-            *reinterpret_cast<const uint4*>((is_v ? fresh_v : fresh_k) + cc * 16);
-      }
     }
     __syncthreads();
     const uint8_t* ks = kv_smem + 2 * buf * S::kTileBytes;
@@ -448,8 +357,6 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  // Every active split has arrived: the counter is free for the next call.
-  if (tid == 0) p.counters[static_cast<size_t>(seq) * gridDim.y + blockIdx.y] = 0;
 
   // Weights sum_i * 2^(max_i - max) per (head, split) over the eff active
   // splits only (slots >= eff hold stale data from earlier calls); __ldcg reads
@@ -536,8 +443,8 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
   DecodeParams p{};
   p.q = a.q;
   p.out = a.out;
-  p.k_cache = static_cast<uint8_t*>(a.k_cache);
-  p.v_cache = static_cast<uint8_t*>(a.v_cache);
+  p.k_cache = static_cast<const uint8_t*>(a.k_cache);
+  p.v_cache = static_cast<const uint8_t*>(a.v_cache);
   p.query_start = a.query_start;
   p.context_lens = a.context_lens;
   p.block_tables = a.block_tables;
@@ -550,24 +457,6 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
   p.splits = splits;
   p.qk_scale = a.softmax_scale * (kFp8 ? a.k_scale : 1.0f) * kLog2e;
   p.v_scale = kFp8 ? a.v_scale : 1.0f;
-  p.q_stride = static_cast<int64_t>(a.num_heads) * HD;
-  if (a.rope.inv_freq != nullptr) {
-    const FusedRope& r = a.rope;
-    p.q_stride = r.q_stride;
-    p.inv_freq = r.inv_freq;
-    p.positions = r.positions;
-    p.k_new = a.k;
-    p.v_new = a.v;
-    p.k_stride = r.k_stride;
-    p.v_stride = r.v_stride;
-    p.slot_mapping = a.slot_mapping;
-    p.total_slots = static_cast<int64_t>(a.layout.num_blocks) * a.layout.block_size;
-    p.rotary_dim = r.rotary_dim;
-    p.interleaved = r.interleaved;
-    p.mscale = r.mscale;
-    p.k_scale = a.k_scale;
-    p.v_store_scale = a.v_scale;
-  }
   if (splits > 1) {
     const size_t parts = static_cast<size_t>(a.n_seqs) * a.num_heads * splits;
     p.ws_out = static_cast<float*>(a.workspace);

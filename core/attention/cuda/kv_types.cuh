@@ -100,16 +100,4 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
-// One cache element from a value already rounded to the act dtype (what a
-// rope'd projection holds): fp8 stores value / scale, saturating, with a
-// division (not a reciprocal multiply) so the bytes match the CPU's.
-template <typename KvT>
-__device__ __forceinline__ void store_kv_element(float v, uint8_t* dst, float scale) {
-  if constexpr (kIsFp8<KvT>) {
-    *dst = __nv_cvt_float_to_fp8(v / scale, __NV_SATFINITE, KvTraits<KvT>::kInterp);
-  } else {
-    *reinterpret_cast<KvT*>(dst) = from_float<KvT>(v);
-  }
-}
-
 }  // namespace aph::attention::cuda

@@ -78,7 +78,12 @@ __global__ void write_kv_cache_kernel(const ActT* __restrict__ k, const ActT* __
 // write stores what rope_qkv left in the act dtype.
 template <typename ActT, typename KvT>
 __device__ __forceinline__ void store1(float v, uint8_t* dst, float scale) {
-  store_kv_element<KvT>(to_float<ActT>(from_float<ActT>(v)), dst, scale);
+  const float r = to_float<ActT>(from_float<ActT>(v));
+  if constexpr (kIsFp8<KvT>) {
+    *dst = __nv_cvt_float_to_fp8(r / scale, __NV_SATFINITE, KvTraits<KvT>::kInterp);
+  } else {
+    *reinterpret_cast<KvT*>(dst) = from_float<KvT>(r);
+  }
 }
 
 struct RopeWrite {

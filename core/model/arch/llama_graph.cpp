@@ -59,16 +59,11 @@ void LlamaGraph::reserve(int64_t t) {
 }
 
 namespace {
-bool env_on_unless_zero(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::string(v) != "0";
-}
 bool fused_rope_enabled() {
-  static const bool on = env_on_unless_zero("APH_FUSED_ROPE");
-  return on;
-}
-bool rope_in_decode_enabled() {
-  static const bool on = env_on_unless_zero("APH_ROPE_IN_DECODE");
+  static const bool on = [] {
+    const char* v = std::getenv("APH_FUSED_ROPE");
+    return v == nullptr || std::string(v) != "0";
+  }();
   return on;
 }
 }  // namespace
@@ -103,9 +98,8 @@ FinalHidden LlamaGraph::forward(StepContext& ctx) {
   rope.mscale = setup_.rope_mscale;
 
   // On CUDA the attention's KV write applies RoPE (one kernel a layer fewer)
-  // instead of rope_qkv + the plain write, and on decode-only steps the
-  // decode kernel does (one more fewer); APH_FUSED_ROPE=0 takes the two
-  // steps, as the CPU always does, APH_ROPE_IN_DECODE=0 keeps the write.
+  // instead of rope_qkv + the plain write; APH_FUSED_ROPE=0 takes the two
+  // steps, as the CPU always does.
   const bool fused_rope = setup_.device != APH_DEVICE_CPU && fused_rope_enabled();
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = layers_[i];
@@ -126,7 +120,6 @@ FinalHidden LlamaGraph::forward(StepContext& ctx) {
       a.rope.k_stride = qkv.stride[1];
       a.rope.v_stride = qkv.stride[2];
       a.rope.q_rot = q.data();
-      a.rope.in_decode = rope_in_decode_enabled();  // decode-only steps: no write kernel
     } else {
       ops::QkvIn in{qkv.ptr[0], qkv.ptr[1], qkv.ptr[2], qkv.stride[0], qkv.stride[1], qkv.stride[2]};
       ops::rope_qkv(ex, rope, in, ctx.positions, setup_.inv_freq, q, k, v);

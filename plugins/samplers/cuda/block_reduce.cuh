@@ -14,9 +14,21 @@ namespace aph::samplers::cuda {
 
 constexpr int kThreads = 512;
 
+template <typename T>
+__device__ T shfl_xor(T v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+
+// Two sums reduced together (one set of barriers for both, each summed in
+// the order a reduction of it alone would use).
+struct Sum2 {
+  double a, b;
+};
+__device__ inline Sum2 shfl_xor(Sum2 v, int lane_mask) { return {shfl_xor(v.a, lane_mask), shfl_xor(v.b, lane_mask)}; }
+
 template <typename T, typename Op>
 __device__ T warp_reduce(T v, Op op) {
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = 16; o > 0; o >>= 1) v = op(v, shfl_xor(v, o));
   return v;
 }
 
@@ -51,6 +63,7 @@ struct MinOp {
 struct SumOp {
   template <typename T>
   __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ Sum2 operator()(Sum2 x, Sum2 y) const { return {x.a + y.a, x.b + y.b}; }
 };
 
 __device__ inline float block_max(float v) { return block_reduce(v, MaxOp{}, -FLT_MAX); }

@@ -16,6 +16,8 @@
 
 #include <cooperative_groups.h>
 
+#include <type_traits>
+
 #include "plugins/samplers/cuda/row_view.cuh"
 
 namespace aph::samplers::cuda {
@@ -31,11 +33,18 @@ constexpr int kWarps = kThreads / 32;
 __device__ inline void cluster_histogram(double* mine, int32_t* mine_count, double* total, int32_t* total_count) {
   cluster_sync();
   for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+    double w[kWideBlocks];
+    int32_t n[kWideBlocks];
+    cluster_gather(mine + b, w);
+    cluster_gather(mine_count + b, n);
     double t = 0;
     int32_t c = 0;
-    for (unsigned r = 0; r < gridDim.x; ++r) {
-      t += cluster_peer(mine, r)[b];
-      c += cluster_peer(mine_count, r)[b];
+#pragma unroll
+    for (unsigned r = 0; r < kWideBlocks; ++r) {
+      if (r < gridDim.x) {
+        t += w[r];
+        c += n[r];
+      }
     }
     total[b] = t;
     total_count[b] = c;
@@ -80,9 +89,17 @@ __device__ inline bool find_bin(const double* hist, double above, double target,
 
 }  // namespace radix_detail
 
+// The weight of top-k, where every token counts 1: the histogram is then the
+// token counts alone, one warp-aggregated integer atomic per distinct bin
+// (no double sums).
+struct UnitWeight {
+  __device__ double operator()(int64_t) const { return 1.0; }
+};
+
 // key_of(j, &key) -> whether the token at index j of the row's view takes
-// part (its key is then set); weight(j) -> double. Key: uint32_t or unsigned
-// long long. Every thread of the view must call it; all get the same K.
+// part (its key is then set); weight(j) -> double, or UnitWeight. Key:
+// uint32_t or unsigned long long. Every thread of the view must call it; all
+// get the same K.
 template <typename Key, typename KeyOf, typename Weight>
 __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, double target) {
   using namespace radix_detail;
@@ -95,10 +112,13 @@ __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, d
   __shared__ bool s_alone;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr int kBits = 8 * static_cast<int>(sizeof(Key));
+  constexpr bool kUnit = std::is_same_v<Weight, UnitWeight>;
   Key prefix = 0;
   double above = 0;  // weight of the keys above the current prefix's range
   for (int shift = kBits - 8; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < kWarps * kBins; i += blockDim.x) (&hist[0][0])[i] = 0;
+    if constexpr (!kUnit) {
+      for (int i = threadIdx.x; i < kWarps * kBins; i += blockDim.x) (&hist[0][0])[i] = 0;
+    }
     for (int i = threadIdx.x; i < kBins; i += blockDim.x) count[i] = 0;
     __syncthreads();
     const Key high = shift == kBits - 8 ? Key{0} : (~Key{0} << (shift + 8));
@@ -116,25 +136,34 @@ __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, d
       if (i < size && key_of(i, &key) && (key & high) == prefix) {
         pending = true;
         bin = static_cast<int>((key >> shift) & 0xFFu);
-        w = weight(i);
+        if constexpr (!kUnit) w = weight(i);
       }
-      for (unsigned mask = __ballot_sync(0xffffffffu, pending); mask != 0;
-           mask = __ballot_sync(0xffffffffu, pending)) {
-        const int b = __shfl_sync(0xffffffffu, bin, __ffs(mask) - 1);
-        const bool mine = pending && bin == b;
-        const double sum = warp_reduce(mine ? w : 0.0, SumOp{});
-        const unsigned mine_mask = __ballot_sync(0xffffffffu, mine);
-        if (lane == 0) {
-          hist[warp][b] += sum;
-          atomicAdd(&count[b], __popc(mine_mask));
+      if constexpr (kUnit) {
+        const unsigned peers = __match_any_sync(0xffffffffu, pending ? bin : kBins);
+        if (pending && lane == __ffs(peers) - 1) atomicAdd(&count[bin], __popc(peers));
+      } else {
+        for (unsigned mask = __ballot_sync(0xffffffffu, pending); mask != 0;
+             mask = __ballot_sync(0xffffffffu, pending)) {
+          const int b = __shfl_sync(0xffffffffu, bin, __ffs(mask) - 1);
+          const bool mine = pending && bin == b;
+          const double sum = warp_reduce(mine ? w : 0.0, SumOp{});
+          const unsigned mine_mask = __ballot_sync(0xffffffffu, mine);
+          if (lane == 0) {
+            hist[warp][b] += sum;
+            atomicAdd(&count[b], __popc(mine_mask));
+          }
+          pending = pending && !mine;
         }
-        pending = pending && !mine;
       }
     }
     __syncthreads();
     for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
       double t = 0;
-      for (int w = 0; w < kWarps; ++w) t += hist[w][b];
+      if constexpr (kUnit) {
+        t = count[b];
+      } else {
+        for (int w = 0; w < kWarps; ++w) t += hist[w][b];
+      }
       hist[0][b] = t;  // each thread writes only the column it read
     }
     if (row.sparse()) {

@@ -55,21 +55,37 @@ __device__ inline T* cluster_peer(T* p, unsigned rank) {
   return p;
 }
 
+// peers[r] = block r's copy of *p, for every block r of the row's cluster
+// (the rest of peers untouched). All the loads are issued before any is used:
+// a distributed shared memory load is a round trip of a few hundred cycles,
+// and a loop that combined each value as it arrived waited for 16 of them in
+// turn, in every reduction of every sampler kernel.
+template <typename T>
+__device__ inline void cluster_gather(const T* p, T (&peers)[kWideBlocks]) {
+#pragma unroll
+  for (unsigned r = 0; r < kWideBlocks; ++r) {
+    if (r < gridDim.x) peers[r] = *cluster_peer(p, r);
+  }
+}
+
 // Combines each block's value v (the same in all of a block's threads) over
 // the row's cluster, in rank order; every thread gets the result.
 template <typename T, typename Op>
 __device__ T cluster_combine(T v, Op op, T identity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (gridDim.x > 1) {
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
     __shared__ T slot;
     if (threadIdx.x == 0) slot = v;
-    cluster.sync();
+    cluster_sync();
+    T peers[kWideBlocks];
+    cluster_gather(&slot, peers);
     T r = identity;
-    for (unsigned b = 0; b < gridDim.x; ++b) r = op(r, *cluster.map_shared_rank(&slot, b));
+#pragma unroll
+    for (unsigned b = 0; b < kWideBlocks; ++b) {
+      if (b < gridDim.x) r = op(r, peers[b]);
+    }
     // No block may leave, or reuse its slot, while another still reads it.
-    cluster.sync();
+    cluster_sync();
     v = r;
   }
 #endif

@@ -118,19 +118,33 @@ __device__ inline RowView open_row(float* x, int64_t vocab, bool* leave) {
   }
   if (threadIdx.x == 0) gathered = count;
   cluster_sync();
+  int32_t counts[kWideBlocks];
+  cluster_gather(&gathered, counts);
+  int32_t start[kWideBlocks];  // block b's tokens go to [start[b], start[b] + counts[b])
   int32_t total = 0;
-  for (unsigned b = 0; b < gridDim.x; ++b) total += *cluster_peer(&gathered, b);
+#pragma unroll
+  for (unsigned b = 0; b < kWideBlocks; ++b) {
+    start[b] = total;
+    if (b < gridDim.x) total += counts[b];
+  }
   const bool sparse = total <= kSparseCap;
   if (sparse && blockIdx.x == 0) {
-    int32_t at = gathered;
-    for (unsigned b = 1; b < gridDim.x; ++b) {
-      const SparseTokens* peer = cluster_peer(&s, b);
-      const int32_t c = *cluster_peer(&gathered, b);
-      for (int32_t j = threadIdx.x; j < c; j += blockDim.x) {
-        s.value[at + j] = peer->value[j];
-        s.id[at + j] = peer->id[j];
+    // Each thread copies its slots straight from their peer, so all the
+    // peers' loads are in flight together.
+    for (int32_t j = counts[0] + threadIdx.x; j < total; j += blockDim.x) {
+      unsigned from = 0;
+      int32_t from_start = 0;
+#pragma unroll
+      for (unsigned b = 1; b < kWideBlocks; ++b) {
+        if (b < gridDim.x && j >= start[b]) {  // an empty block shares the next one's start
+          from = b;
+          from_start = start[b];
+        }
       }
-      at += c;
+      const SparseTokens* peer = cluster_peer(&s, from);
+      const int32_t at = j - from_start;
+      s.value[j] = peer->value[at];
+      s.id[j] = peer->id[at];
     }
     if (threadIdx.x == 0) s.n = total;
   }

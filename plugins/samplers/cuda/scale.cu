@@ -28,8 +28,9 @@ __global__ void temperature_kernel(LogitsView logits, const __grid_constant__ Ro
     z += exp(static_cast<double>(v) - m);
     live += 1;
   }
-  z = row.reduce(z, SumOp{}, 0.0);
-  live = row.reduce(live, SumOp{}, 0.0);
+  const Sum2 z_live = row.reduce(Sum2{z, live}, SumOp{}, Sum2{0.0, 0.0});
+  z = z_live.a;
+  live = z_live.b;
   const double log_z = log(z);
   double ent = 0;  // -sum p log p with log p = (x - m) - log z
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {

@@ -38,7 +38,7 @@ __global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
         *key = order_key(row.value(j));
         return true;
       },
-      [](int64_t) { return 1.0; }, static_cast<double>(k));
+      UnitWeight{}, static_cast<double>(k));
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {
     if (order_key(row.value(j)) < boundary) row.remove(j);
   }

@@ -154,10 +154,14 @@ __global__ void cluster_sort_kernel(LogitsView logits, const __grid_constant__ R
       const int d = threadIdx.x;
       int32_t total = 0, before_me = 0;
       if (d < kSortBins) {
-        for (unsigned b = 0; b < gridDim.x; ++b) {
-          const int32_t c = cluster_peer(hist, b)[d];
-          total += c;
-          if (b < blockIdx.x) before_me += c;
+        int32_t counts[kWideBlocks];
+        cluster_gather(hist + d, counts);
+#pragma unroll
+        for (unsigned b = 0; b < kWideBlocks; ++b) {
+          if (b < gridDim.x) {
+            total += counts[b];
+            if (b < blockIdx.x) before_me += counts[b];
+          }
         }
       }
       const int32_t digit_start = digits_exclusive_scan(d < kSortBins ? total : 0);

@@ -34,8 +34,9 @@ __global__ void threshold_kernel(LogitsView logits, const __grid_constant__ Rows
       sum += v;
       count += 1;
     }
-    sum = row.reduce(sum, SumOp{}, 0.0);
-    count = row.reduce(count, SumOp{}, 0.0);
+    const Sum2 sum_count = row.reduce(Sum2{sum, count}, SumOp{}, Sum2{0.0, 0.0});
+    sum = sum_count.a;
+    count = sum_count.b;
     if (count < 2) return;
     const double mean = sum / count;
     double sq = 0;

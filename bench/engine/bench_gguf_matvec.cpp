@@ -116,7 +116,7 @@ int run(double copy_gbps) {
   for (const Case& c : cases) {
     aph::gguf::DeviceLayout layout{};
     if (!aph::gguf::device_layout(c.type, &layout)) continue;
-    launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, c.m, c.k, xq, xd, xs, stream), "quantize_act");
+    launch_ok(aph::gguf::cuda::launch_quantize_act(x, nullptr, true, c.m, c.k, xq, xd, xs, stream), "quantize_act");
     const size_t bytes = static_cast<size_t>(c.n) * aph::gguf::device_row_bytes(layout, c.k / layout.block_elems);
     const int copies = static_cast<int>(std::max<size_t>(1, (512ull << 20) / bytes));
     std::vector<uint8_t*> w;
@@ -140,7 +140,7 @@ int run(double copy_gbps) {
     // The pair the linear runs: quantize x, then the matvec (overlapping
     // when launched as dependents, core/common/cuda_pdl.cuh).
     const double pair_ms = graph_ms_per_call(stream, std::max(8, 2 * copies), [&](int i) {
-      launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, c.m, c.k, xq, xd, xs, stream), "quantize_act");
+      launch_ok(aph::gguf::cuda::launch_quantize_act(x, nullptr, true, c.m, c.k, xq, xd, xs, stream), "quantize_act");
       launch_ok(aph::gguf::cuda::launch_matvec(c.type, w[i % w.size()], c.n, c.k, quantized, c.m, nullptr, y,
                                                true, sm_count, stream),
                 "matvec");
@@ -164,7 +164,7 @@ int run(double copy_gbps) {
     for (uint8_t* d : w) cudaFree(d);
   }
   const double q_ms = graph_ms_per_call(stream, 100, [&](int) {
-    launch_ok(aph::gguf::cuda::launch_quantize_act(x, true, 1, 4096, xq, xd, xs, stream), "quantize_act");
+    launch_ok(aph::gguf::cuda::launch_quantize_act(x, nullptr, true, 1, 4096, xq, xd, xs, stream), "quantize_act");
   });
   std::printf("activation quantization, 1 x 4096: %.1f us a call\n", q_ms * 1e3);
   cudaFree(x);

@@ -65,6 +65,13 @@ bool tile_gemm_enabled() {
 // At batch 1 each matvec CTA quantizes x itself (MatvecX::raw) instead of
 // reading a copy a quantization kernel made; APH_GGUF_CTA_QUANT=0 launches
 // that kernel again (to measure what the fusion gains).
+// The MLP's silu(gate) * up quantized by one kernel for a matvec that reads
+// a quantized x (the k-quants'), instead of silu_mul + quantization.
+bool silu_quantization_enabled() {
+  static const bool on = on_unless_zero("APH_GGUF_SILU_QUANT");
+  return on;
+}
+
 bool cta_quantization_enabled() {
   static const bool on = on_unless_zero("APH_GGUF_CTA_QUANT");
   return on;
@@ -258,7 +265,7 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
 void CudaLinear::quantize_x(const void* x, int64_t m, aph_stream stream) const {
   const ActLayout l = act_layout(m, k_);
   auto* xq = static_cast<int8_t*>(state_.cuda->act_scratch());
-  check_cuda(cuda::launch_quantize_act(x, bf16_, m, k_, xq, reinterpret_cast<float*>(xq + l.xd),
+  check_cuda(cuda::launch_quantize_act(x, nullptr, bf16_, m, k_, xq, reinterpret_cast<float*>(xq + l.xd),
                                        reinterpret_cast<float*>(xq + l.xs), stream),
              "linear " + name_ + ": quantize x");
 }
@@ -370,15 +377,28 @@ bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>& group, 
 }
 
 bool CudaLinear::forward_silu_mul(const void* gate, const void* up, int64_t m, void* y, aph_stream stream) {
-  if (m != 1 || !takes_matvec(m) || !cta_quantization_enabled() || !cuda::fits_in_cta_quantization(type_, k_) ||
-      reinterpret_cast<uintptr_t>(gate) % 16 != 0 || reinterpret_cast<uintptr_t>(up) % 16 != 0)
+  if (m != 1 || !takes_matvec(m) || k_ % 32 != 0 || reinterpret_cast<uintptr_t>(gate) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(up) % 16 != 0)
     return false;
   cuda::MatvecX x;
-  x.raw = gate;
-  x.up = up;
+  const std::string what = "linear " + name_ + " (silu * up)";
+  if (cta_quantization_enabled() && cuda::fits_in_cta_quantization(type_, k_)) {
+    x.raw = gate;  // every matvec CTA quantizes silu(gate) * up itself
+    x.up = up;
+  } else if (silu_quantization_enabled()) {
+    // One kernel quantizes silu(gate) * up for the matvec (in place of the
+    // host's silu_mul kernel and the quantization kernel after it).
+    const ActLayout l = act_layout(1, k_);
+    auto* xq = static_cast<int8_t*>(state_.cuda->act_scratch());
+    check_cuda(cuda::launch_quantize_act(gate, up, bf16_, 1, k_, xq, reinterpret_cast<float*>(xq + l.xd),
+                                         reinterpret_cast<float*>(xq + l.xs), stream),
+               what);
+    x = scratch_x(0, 1);
+  } else {
+    return false;
+  }
   const cuda::MatvecTarget target{static_cast<const uint8_t*>(weight_), n_, bias_, y};
-  check_cuda(cuda::launch_matvec_multi(type_, &target, 1, k_, x, 1, bf16_, state_.cuda->sm_count(), stream),
-             "linear " + name_ + " (silu * up)");
+  check_cuda(cuda::launch_matvec_multi(type_, &target, 1, k_, x, 1, bf16_, state_.cuda->sm_count(), stream), what);
   return true;
 }
 

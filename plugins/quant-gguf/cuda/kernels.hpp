@@ -11,8 +11,10 @@ namespace aph::gguf::cuda {
 bool has_kernels(uint32_t ggml_type);
 
 // x [m, k] -> int8 codes [m, k], scales per 32 [m, k/32], scaled sums per 16
-// [m, k/16] (the activation side of the integer dot products).
-int launch_quantize_act(const void* x, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
+// [m, k/16] (the activation side of the integer dot products). With up
+// (optional, [m, k]), x = silu(x) * up, each product rounded to the
+// activation dtype as the core's silu_mul stores it. k a multiple of 32.
+int launch_quantize_act(const void* x, const void* up, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
                         float* xs, void* stream);
 // The same for x = RMSNorm(residual + delta) * w (delta may be NULL), one CTA
 // a row; with residual_out, residual + delta is stored there too.

@@ -76,14 +76,19 @@ __device__ __forceinline__ void quantize_values32(const float (&v)[32], int8_t* 
   s[1] = dd * static_cast<float>(sum[1]);
 }
 
-// x: 32 values, or with `up` the 32 gate values of silu(gate) * up, each
-// product rounded to T as the core's silu_mul stores it.
+// silu(g) * u rounded to T, as the core's silu_mul stores it.
+template <typename T>
+__device__ __forceinline__ float silu_mul_rounded(float g, float u) {
+  return to_float(from_float<T>(g / (1.0f + __expf(-g)) * u));
+}
+
+// x: 32 values, or with `up` the 32 gate values of silu(gate) * up.
 template <typename T>
 __device__ __forceinline__ void quantize_block32(const T* x, const T* up, int8_t* q, float* d, float* s) {
   float v[32];
   each_of_block32(x, [&](int i, float g) { v[i] = g; });
   if (up != nullptr)  // 16 bytes of up at a time: no second array of 32 live
-    each_of_block32(up, [&](int i, float u) { v[i] = to_float(from_float<T>(v[i] / (1.0f + __expf(-v[i])) * u)); });
+    each_of_block32(up, [&](int i, float u) { v[i] = silu_mul_rounded<T>(v[i], u); });
   quantize_values32(v, q, d, s);
 }
 
@@ -159,21 +164,28 @@ __device__ __forceinline__ void quantize_slot8(const float (&v)[8], bool live, i
 
 // One row of x = RMSNorm(residual + delta) * w quantized into dst by the
 // whole CTA (blockDim a multiple of 32), 8 elements a thread, in two passes
-// over the row (the second from L1): the sum of squares, then the normed
-// values, each rounded to T as the core's add_rms_norm rounds them. With
-// residual_out, the first pass also stores the sums there. residual, delta,
-// residual_out and w 16-byte aligned, k a multiple of 32.
+// over the row: the sum of squares, then the normed values, each rounded to
+// T as the core's add_rms_norm rounds them. A thread keeps its first 8 sums
+// in registers for the second pass (a row of up to 8 * blockDim elements is
+// read once); later ones it reads again (from L1). With residual_out, the
+// first pass also stores the sums there. residual, delta, residual_out and w
+// 16-byte aligned, k a multiple of 32.
 template <typename T>
 __device__ __noinline__ void quantize_normed_row(const T* residual, const T* delta, const float* w, float eps,
                                                  T* residual_out, int64_t k, SmemX dst) {
   const int64_t slots = k / 8;
   float ss = 0.0f;
+  float first[8] = {};
   for (int64_t s = threadIdx.x; s < slots; s += blockDim.x) {
     float v[8];
     residual_sum8(residual + 8 * s, delta ? delta + 8 * s : nullptr, v);
 #pragma unroll
     for (int j = 0; j < 8; ++j) ss += v[j] * v[j];
     if (residual_out != nullptr) store8(residual_out + 8 * s, v);
+    if (s == threadIdx.x) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) first[j] = v[j];
+    }
   }
   const float inv = rsqrtf(cta_sum(ss) / static_cast<float>(k) + eps);
   for (int64_t base = 0; base < slots; base += blockDim.x) {  // whole warps: quantize_slot8 shuffles
@@ -181,7 +193,12 @@ __device__ __noinline__ void quantize_normed_row(const T* residual, const T* del
     const bool live = s < slots;
     float v[8] = {};
     if (live) {
-      residual_sum8(residual + 8 * s, delta ? delta + 8 * s : nullptr, v);
+      if (base == 0) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] = first[j];
+      } else {
+        residual_sum8(residual + 8 * s, delta ? delta + 8 * s : nullptr, v);
+      }
       const float4 w0 = *reinterpret_cast<const float4*>(w + 8 * s);
       const float4 w1 = *reinterpret_cast<const float4*>(w + 8 * s + 4);
       const float wv[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
@@ -217,11 +234,11 @@ __device__ __noinline__ void quantize_blocks_of_row(const T* x, const T* up, int
     float v[8] = {};
     if (live) {
       load8(x + 8 * s, v);
-      if (up != nullptr) {  // rounded to T as the core's silu_mul stores it
+      if (up != nullptr) {
         float u[8];
         load8(up + 8 * s, u);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] = to_float(from_float<T>(v[j] / (1.0f + __expf(-v[j])) * u[j]));
+        for (int j = 0; j < 8; ++j) v[j] = silu_mul_rounded<T>(v[j], u[j]);
       }
     }
     quantize_slot8(v, live, s, sx);

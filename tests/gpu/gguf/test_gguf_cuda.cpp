@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -395,7 +396,7 @@ TEST_P(GgufCuda, CtaQuantizationEqualsQuantizeKernel) {
     quantized.d = xf;
     quantized.s = xf + k / 32;
     raw.raw = x;
-    ASSERT_EQ(cuda::launch_quantize_act(x, bf16, 1, k, xq, xf, xf + k / 32, stream_), 0);
+    ASSERT_EQ(cuda::launch_quantize_act(x, nullptr, bf16, 1, k, xq, xf, xf + k / 32, stream_), 0);
     for (int form = 0; form < 2; ++form) {
       const cuda::MatvecTarget targets[2] = {{w[0], ns[0], nullptr, y[0][form]}, {w[1], ns[1], nullptr, y[1][form]}};
       ASSERT_EQ(cuda::launch_matvec_multi(type, targets, 2, k, form ? raw : quantized, 1, bf16, sm_count, stream_), 0)
@@ -417,12 +418,71 @@ TEST_P(GgufCuda, CtaQuantizationEqualsQuantizeKernel) {
   }
 }
 
+// The two quantization kernels give the same bytes: the one for 16-byte
+// aligned rows (a thread per 8 elements, quantize_slot8) and the one for any
+// alignment (a thread per 32-block, quantize_block32), here fed the same
+// values one element into their buffers. Rows of one, 4096 and 14336 (the
+// 8B's shapes), one and three rows, with and without silu(x) * up.
+TEST_F(GgufCudaPlain, QuantizeKernelsAgree) {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (const bool bf16 : {false, true})
+    for (const int64_t k : {int64_t{32}, int64_t{4096}, int64_t{14336}})
+      for (const int64_t m : {int64_t{1}, int64_t{3}})
+        for (const bool with_up : {false, true}) {
+          const std::string what = std::string(bf16 ? "bf16" : "f16") + " k=" + std::to_string(k) +
+                                   " m=" + std::to_string(m) + (with_up ? " silu*up" : "");
+          std::vector<uint16_t> xh(m * k + 8), uh(m * k + 8);
+          for (auto& v : xh) v = to_act(normal(rng), bf16);
+          for (auto& v : uh) v = to_act(normal(rng), bf16);
+          xh[3] = to_act(0.0f, bf16);
+          uint16_t *x = nullptr, *u = nullptr;
+          int8_t* q[2] = {};
+          float* f[2] = {};
+          ASSERT_EQ(cudaMalloc(&x, xh.size() * 2), cudaSuccess);
+          ASSERT_EQ(cudaMalloc(&u, uh.size() * 2), cudaSuccess);
+          for (int form = 0; form < 2; ++form) {
+            ASSERT_EQ(cudaMalloc(&q[form], m * k), cudaSuccess);
+            ASSERT_EQ(cudaMalloc(&f[form], m * (k / 32 + k / 16) * 4), cudaSuccess);
+            cudaMemset(q[form], 0x5A, m * k);
+            cudaMemset(f[form], 0x5A, m * (k / 32 + k / 16) * 4);
+          }
+          // Form 0 reads the values at offset 0 (aligned), form 1 the same
+          // values copied one element in (2-byte aligned).
+          std::vector<uint16_t> xs(xh.begin(), xh.begin() + m * k), us(uh.begin(), uh.begin() + m * k);
+          for (int form = 0; form < 2; ++form) {
+            cudaMemcpy(x + form, xs.data(), xs.size() * 2, cudaMemcpyHostToDevice);
+            cudaMemcpy(u + form, us.data(), us.size() * 2, cudaMemcpyHostToDevice);
+            ASSERT_EQ(cuda::launch_quantize_act(x + form, with_up ? u + form : nullptr, bf16, m, k, q[form], f[form],
+                                                f[form] + m * k / 32, stream_),
+                      0)
+                << what;
+            ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess) << what;
+          }
+          std::vector<int8_t> qa(m * k), qb(m * k);
+          std::vector<float> fa(m * (k / 32 + k / 16)), fb(fa.size());
+          cudaMemcpy(qa.data(), q[0], qa.size(), cudaMemcpyDeviceToHost);
+          cudaMemcpy(qb.data(), q[1], qb.size(), cudaMemcpyDeviceToHost);
+          cudaMemcpy(fa.data(), f[0], fa.size() * 4, cudaMemcpyDeviceToHost);
+          cudaMemcpy(fb.data(), f[1], fb.size() * 4, cudaMemcpyDeviceToHost);
+          EXPECT_EQ(qa, qb) << what << ": codes";
+          EXPECT_EQ(0, std::memcmp(fa.data(), fb.data(), fa.size() * 4)) << what << ": scales and half sums";
+          cudaFree(x);
+          cudaFree(u);
+          for (int form = 0; form < 2; ++form) {
+            cudaFree(q[form]);
+            cudaFree(f[form]);
+          }
+        }
+}
+
 // linear_forward_silu_mul: at m == 1 the matvec of a type that quantizes x
 // in the CTA (fits_in_cta_quantization) quantizes silu(gate) * up itself,
-// from gate and up rows that are slices of one gate_up buffer; the result
-// matches the CPU reference on the rounded products. Other m, other types
-// and float weights are declined with nothing written, for the host to run
-// silu_mul and forward.
+// and the others (the k-quants) read it from one quantization kernel, from
+// gate and up rows that are slices of one gate_up buffer; the result
+// matches the CPU reference on the rounded products. Other m and float
+// weights are declined with nothing written, for the host to run silu_mul
+// and forward.
 TEST_P(GgufCuda, SiluMulForwardMatchesCpu) {
   const auto [type, bf16] = GetParam();
   const int64_t n = 200, k = 512;
@@ -455,7 +515,7 @@ TEST_P(GgufCuda, SiluMulForwardMatchesCpu) {
     cudaMemcpy(yh.data(), yd, m * n * 2, cudaMemcpyDeviceToHost);
     cudaFree(gud);
     cudaFree(yd);
-    if (m != 1 || float_weight || !cuda::fits_in_cta_quantization(type, k)) {
+    if (m != 1 || float_weight) {
       EXPECT_FALSE(done) << "m=" << m;
       for (uint16_t v : yh) ASSERT_EQ(v, 0xFFFF) << "a declined call wrote y";
       continue;
@@ -487,111 +547,113 @@ TEST_P(GgufCuda, SiluMulForwardMatchesCpu) {
 // (cuBLAS) are declined with nothing written, for the host to norm x.
 TEST_P(GgufCuda, RmsNormForwardMatchesCpu) {
   const auto [type, bf16] = GetParam();
-  const int64_t k = 512;
-  const int64_t ns[2] = {200, 72};
-  const int32_t act = bf16 ? APH_DTYPE_BF16 : APH_DTYPE_F16;
-  const bool float_weight = type == kF32 || type == kF16 || type == kBF16;
-  std::vector<std::vector<uint8_t>> w;
-  std::vector<aph_weight_info> wi;
-  for (int t = 0; t < 2; ++t) w.push_back(test_data::random_rows(type, ns[t], k, 31 + type + static_cast<uint32_t>(t)));
-  for (int t = 0; t < 2; ++t) {
-    wi.push_back(weight_info(type, ns[t], k, w[t]));
-    if (float_weight) wi[t].dtype = type == kF32 ? APH_DTYPE_F32 : type == kF16 ? APH_DTYPE_F16 : APH_DTYPE_BF16;
-  }
-  std::vector<std::unique_ptr<Linear>> linears;
-  for (int t = 0; t < 2; ++t) linears.push_back(std::make_unique<Linear>(state_, linear_desc("qkv", &wi[t], ns[t], k, act, stream_)));
-  std::vector<Linear*> group = {linears[0].get(), linears[1].get()};
-  std::vector<std::vector<float>> wf(2);
-  for (int t = 0; t < 2; ++t) {
-    wf[t].resize(ns[t] * k);
-    for (int64_t j = 0; j < ns[t]; ++j)
-      dequantize_row(type, w[t].data() + j * (w[t].size() / ns[t]), wf[t].data() + j * k, k);
-  }
-  std::mt19937 rng(23);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> norm_w(k);
-  for (auto& v : norm_w) v = 0.5f + 0.5f * std::fabs(normal(rng));
-  float* wd = nullptr;
-  ASSERT_EQ(cudaMalloc(&wd, k * 4), cudaSuccess);
-  cudaMemcpy(wd, norm_w.data(), k * 4, cudaMemcpyHostToDevice);
-  const aph_tensor wt = view(wd, APH_DTYPE_F32, 0, {k});
-  struct Case {
-    int64_t m;
-    bool with_delta;
-  };
-  for (const Case c : {Case{1, true}, Case{1, false}, Case{3, true}}) {
-    const int64_t m = c.m;
-    std::vector<uint16_t> rh(m * k), dh(m * k);
-    for (auto& v : rh) v = to_act(3.0f * normal(rng), bf16);
-    for (auto& v : dh) v = to_act(normal(rng), bf16);
-    void *rd = nullptr, *dd = nullptr, *od = nullptr, *yd[2] = {};
-    ASSERT_EQ(cudaMalloc(&rd, m * k * 2), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&dd, m * k * 2), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&od, m * k * 2), cudaSuccess);
-    cudaMemcpy(rd, rh.data(), m * k * 2, cudaMemcpyHostToDevice);
-    cudaMemcpy(dd, dh.data(), m * k * 2, cudaMemcpyHostToDevice);
-    cudaMemset(od, 0xFF, m * k * 2);
-    std::vector<aph_tensor> yt;
+  // 512: a thread per 8 elements; 8448: more slots than the kernel's 1024 threads.
+  for (const int64_t k : {int64_t{512}, int64_t{8448}}) {
+    const int64_t ns[2] = {200, 72};
+    const int32_t act = bf16 ? APH_DTYPE_BF16 : APH_DTYPE_F16;
+    const bool float_weight = type == kF32 || type == kF16 || type == kBF16;
+    std::vector<std::vector<uint8_t>> w;
+    std::vector<aph_weight_info> wi;
+    for (int t = 0; t < 2; ++t) w.push_back(test_data::random_rows(type, ns[t], k, 31 + type + static_cast<uint32_t>(t)));
     for (int t = 0; t < 2; ++t) {
-      ASSERT_EQ(cudaMalloc(&yd[t], m * ns[t] * 2), cudaSuccess);
-      cudaMemset(yd[t], 0xFF, m * ns[t] * 2);
-      yt.push_back(view(yd[t], act, 0, {m, ns[t]}));
+      wi.push_back(weight_info(type, ns[t], k, w[t]));
+      if (float_weight) wi[t].dtype = type == kF32 ? APH_DTYPE_F32 : type == kF16 ? APH_DTYPE_F16 : APH_DTYPE_BF16;
     }
-    aph_tensor rt = view(rd, act, 0, {m, k}), dt = view(dd, act, 0, {m, k}), ot = view(od, act, 0, {m, k});
-    aph_rms_norm_input in{};
-    in.size = sizeof(in);
-    in.residual = &rt;
-    in.delta = c.with_delta ? &dt : nullptr;
-    in.weight = &wt;
-    in.eps = 1e-5f;
-    in.residual_out = c.with_delta ? &ot : nullptr;
-    const bool done = Linear::forward_shared_rms_norm(group, in, yt.data(), stream_);
-    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    std::vector<uint16_t> out_h(m * k);
-    std::vector<std::vector<uint16_t>> yh(2);
-    cudaMemcpy(out_h.data(), od, m * k * 2, cudaMemcpyDeviceToHost);
+    std::vector<std::unique_ptr<Linear>> linears;
+    for (int t = 0; t < 2; ++t) linears.push_back(std::make_unique<Linear>(state_, linear_desc("qkv", &wi[t], ns[t], k, act, stream_)));
+    std::vector<Linear*> group = {linears[0].get(), linears[1].get()};
+    std::vector<std::vector<float>> wf(2);
     for (int t = 0; t < 2; ++t) {
-      yh[t].resize(m * ns[t]);
-      cudaMemcpy(yh[t].data(), yd[t], yh[t].size() * 2, cudaMemcpyDeviceToHost);
-      cudaFree(yd[t]);
+      wf[t].resize(ns[t] * k);
+      for (int64_t j = 0; j < ns[t]; ++j)
+        dequantize_row(type, w[t].data() + j * (w[t].size() / ns[t]), wf[t].data() + j * k, k);
     }
-    cudaFree(rd);
-    cudaFree(dd);
-    cudaFree(od);
-    const std::string what = std::string(type_traits(type)->name) + (bf16 ? " bf16" : " f16") + " m=" +
-                             std::to_string(m) + (c.with_delta ? "" : " no delta");
-    if (float_weight) {
-      EXPECT_FALSE(done) << what;
-      for (uint16_t v : out_h) ASSERT_EQ(v, 0xFFFF) << "a declined call wrote residual_out";
-      for (const auto& y : yh)
-        for (uint16_t v : y) ASSERT_EQ(v, 0xFFFF) << "a declined call wrote y";
-      continue;
-    }
-    ASSERT_TRUE(done) << what;
-    for (int64_t i = 0; i < m; ++i) {
-      std::vector<float> v(k), x(k);
-      double ss = 0;
-      for (int64_t j = 0; j < k; ++j) {
-        const float r = from_act(rh[i * k + j], bf16);
-        v[j] = c.with_delta ? from_act(to_act(r + from_act(dh[i * k + j], bf16), bf16), bf16) : r;
-        ss += double(v[j]) * v[j];
-        if (c.with_delta) {
-          ASSERT_EQ(out_h[i * k + j], to_act(v[j], bf16)) << what << " residual_out row " << i << " col " << j;
-        }
+    std::mt19937 rng(23);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> norm_w(k);
+    for (auto& v : norm_w) v = 0.5f + 0.5f * std::fabs(normal(rng));
+    float* wd = nullptr;
+    ASSERT_EQ(cudaMalloc(&wd, k * 4), cudaSuccess);
+    cudaMemcpy(wd, norm_w.data(), k * 4, cudaMemcpyHostToDevice);
+    const aph_tensor wt = view(wd, APH_DTYPE_F32, 0, {k});
+    struct Case {
+      int64_t m;
+      bool with_delta;
+    };
+    for (const Case c : {Case{1, true}, Case{1, false}, Case{3, true}}) {
+      const int64_t m = c.m;
+      std::vector<uint16_t> rh(m * k), dh(m * k);
+      for (auto& v : rh) v = to_act(3.0f * normal(rng), bf16);
+      for (auto& v : dh) v = to_act(normal(rng), bf16);
+      void *rd = nullptr, *dd = nullptr, *od = nullptr, *yd[2] = {};
+      ASSERT_EQ(cudaMalloc(&rd, m * k * 2), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&dd, m * k * 2), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&od, m * k * 2), cudaSuccess);
+      cudaMemcpy(rd, rh.data(), m * k * 2, cudaMemcpyHostToDevice);
+      cudaMemcpy(dd, dh.data(), m * k * 2, cudaMemcpyHostToDevice);
+      cudaMemset(od, 0xFF, m * k * 2);
+      std::vector<aph_tensor> yt;
+      for (int t = 0; t < 2; ++t) {
+        ASSERT_EQ(cudaMalloc(&yd[t], m * ns[t] * 2), cudaSuccess);
+        cudaMemset(yd[t], 0xFF, m * ns[t] * 2);
+        yt.push_back(view(yd[t], act, 0, {m, ns[t]}));
       }
-      const float inv = static_cast<float>(1.0 / std::sqrt(ss / k + 1e-5));
-      for (int64_t j = 0; j < k; ++j) x[j] = from_act(to_act(v[j] * inv * norm_w[j], bf16), bf16);
-      for (int t = 0; t < 2; ++t)
-        for (int64_t j = 0; j < ns[t]; ++j) {
-          double ref = 0, mag = 0;
-          for (int64_t e = 0; e < k; ++e) {
-            ref += double(wf[t][j * k + e]) * x[e];
-            mag += std::fabs(double(wf[t][j * k + e]) * x[e]);
+      aph_tensor rt = view(rd, act, 0, {m, k}), dt = view(dd, act, 0, {m, k}), ot = view(od, act, 0, {m, k});
+      aph_rms_norm_input in{};
+      in.size = sizeof(in);
+      in.residual = &rt;
+      in.delta = c.with_delta ? &dt : nullptr;
+      in.weight = &wt;
+      in.eps = 1e-5f;
+      in.residual_out = c.with_delta ? &ot : nullptr;
+      const bool done = Linear::forward_shared_rms_norm(group, in, yt.data(), stream_);
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      std::vector<uint16_t> out_h(m * k);
+      std::vector<std::vector<uint16_t>> yh(2);
+      cudaMemcpy(out_h.data(), od, m * k * 2, cudaMemcpyDeviceToHost);
+      for (int t = 0; t < 2; ++t) {
+        yh[t].resize(m * ns[t]);
+        cudaMemcpy(yh[t].data(), yd[t], yh[t].size() * 2, cudaMemcpyDeviceToHost);
+        cudaFree(yd[t]);
+      }
+      cudaFree(rd);
+      cudaFree(dd);
+      cudaFree(od);
+      const std::string what = std::string(type_traits(type)->name) + (bf16 ? " bf16" : " f16") + " k=" +
+                               std::to_string(k) + " m=" + std::to_string(m) + (c.with_delta ? "" : " no delta");
+      if (float_weight) {
+        EXPECT_FALSE(done) << what;
+        for (uint16_t v : out_h) ASSERT_EQ(v, 0xFFFF) << "a declined call wrote residual_out";
+        for (const auto& y : yh)
+          for (uint16_t v : y) ASSERT_EQ(v, 0xFFFF) << "a declined call wrote y";
+        continue;
+      }
+      ASSERT_TRUE(done) << what;
+      for (int64_t i = 0; i < m; ++i) {
+        std::vector<float> v(k), x(k);
+        double ss = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          const float r = from_act(rh[i * k + j], bf16);
+          v[j] = c.with_delta ? from_act(to_act(r + from_act(dh[i * k + j], bf16), bf16), bf16) : r;
+          ss += double(v[j]) * v[j];
+          if (c.with_delta) {
+            ASSERT_EQ(out_h[i * k + j], to_act(v[j], bf16)) << what << " residual_out row " << i << " col " << j;
           }
-          ASSERT_NEAR(from_act(yh[t][i * ns[t] + j], bf16), ref, 1e-2 * mag + (bf16 ? 8e-3 : 1e-3) * std::fabs(ref) + 1e-4)
-              << what << " linear " << t << " row " << i << " col " << j;
         }
+        const float inv = static_cast<float>(1.0 / std::sqrt(ss / k + 1e-5));
+        for (int64_t j = 0; j < k; ++j) x[j] = from_act(to_act(v[j] * inv * norm_w[j], bf16), bf16);
+        for (int t = 0; t < 2; ++t)
+          for (int64_t j = 0; j < ns[t]; ++j) {
+            double ref = 0, mag = 0;
+            for (int64_t e = 0; e < k; ++e) {
+              ref += double(wf[t][j * k + e]) * x[e];
+              mag += std::fabs(double(wf[t][j * k + e]) * x[e]);
+            }
+            ASSERT_NEAR(from_act(yh[t][i * ns[t] + j], bf16), ref, 1e-2 * mag + (bf16 ? 8e-3 : 1e-3) * std::fabs(ref) + 1e-4)
+                << what << " linear " << t << " row " << i << " col " << j;
+          }
+      }
     }
+    cudaFree(wd);
   }
-  cudaFree(wd);
 }

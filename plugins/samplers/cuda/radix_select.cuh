@@ -33,21 +33,8 @@ constexpr int kWarps = kThreads / 32;
 __device__ inline void cluster_histogram(double* mine, int32_t* mine_count, double* total, int32_t* total_count) {
   cluster_sync();
   for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
-    double w[kWideBlocks];
-    int32_t n[kWideBlocks];
-    cluster_gather(mine + b, w);
-    cluster_gather(mine_count + b, n);
-    double t = 0;
-    int32_t c = 0;
-#pragma unroll
-    for (unsigned r = 0; r < kWideBlocks; ++r) {
-      if (r < gridDim.x) {
-        t += w[r];
-        c += n[r];
-      }
-    }
-    total[b] = t;
-    total_count[b] = c;
+    total[b] = cluster_column_sum(mine, b);
+    total_count[b] = cluster_column_sum(mine_count, b);
   }
   // No block may clear its histogram while another still reads it.
   cluster_sync();

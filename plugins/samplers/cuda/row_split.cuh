@@ -55,17 +55,33 @@ __device__ inline T* cluster_peer(T* p, unsigned rank) {
   return p;
 }
 
-// peers[r] = block r's copy of *p, for every block r of the row's cluster
-// (the rest of peers untouched). All the loads are issued before any is used:
-// a distributed shared memory load is a round trip of a few hundred cycles,
-// and a loop that combined each value as it arrived waited for 16 of them in
-// turn, in every reduction of every sampler kernel.
+// out[r] = block r's copy of *p for every block r of the row's cluster,
+// thread r loading it: one distributed shared memory round trip (a few
+// hundred cycles) for all of them, where a loop that combined each value as
+// it arrived waited for up to 16 in turn, in every reduction of every
+// sampler kernel. out is this block's shared memory; every thread calls, and
+// all may read out after.
 template <typename T>
-__device__ inline void cluster_gather(const T* p, T (&peers)[kWideBlocks]) {
+__device__ inline void cluster_gather(const T* p, T* out) {
+  if (threadIdx.x < gridDim.x) out[threadIdx.x] = *cluster_peer(p, threadIdx.x);
+  __syncthreads();
+}
+
+// Sums of column `col` of every block's array p, over the row's cluster in
+// rank order: the peers' values are loaded kBatch at a time before any is
+// added (an L2-like round trip each).
+template <typename T>
+__device__ inline T cluster_column_sum(const T* p, int col) {
+  constexpr unsigned kBatch = 4;
+  T total = 0;
+  for (unsigned r0 = 0; r0 < gridDim.x; r0 += kBatch) {
+    T v[kBatch];
 #pragma unroll
-  for (unsigned r = 0; r < kWideBlocks; ++r) {
-    if (r < gridDim.x) peers[r] = *cluster_peer(p, r);
+    for (unsigned j = 0; j < kBatch; ++j) v[j] = r0 + j < gridDim.x ? cluster_peer(p, r0 + j)[col] : T{0};
+#pragma unroll
+    for (unsigned j = 0; j < kBatch; ++j) total += v[j];
   }
+  return total;
 }
 
 // Combines each block's value v (the same in all of a block's threads) over
@@ -75,16 +91,14 @@ __device__ T cluster_combine(T v, Op op, T identity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (gridDim.x > 1) {
     __shared__ T slot;
+    __shared__ T peers[kWideBlocks];
     if (threadIdx.x == 0) slot = v;
     cluster_sync();
-    T peers[kWideBlocks];
     cluster_gather(&slot, peers);
     T r = identity;
-#pragma unroll
-    for (unsigned b = 0; b < kWideBlocks; ++b) {
-      if (b < gridDim.x) r = op(r, peers[b]);
-    }
-    // No block may leave, or reuse its slot, while another still reads it.
+    for (unsigned b = 0; b < gridDim.x; ++b) r = op(r, peers[b]);
+    // No block may leave, or reuse its slot, while another still reads it
+    // (nor this block rewrite peers before every thread has read them).
     cluster_sync();
     v = r;
   }

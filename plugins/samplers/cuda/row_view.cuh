@@ -118,33 +118,24 @@ __device__ inline RowView open_row(float* x, int64_t vocab, bool* leave) {
   }
   if (threadIdx.x == 0) gathered = count;
   cluster_sync();
-  int32_t counts[kWideBlocks];
-  cluster_gather(&gathered, counts);
-  int32_t start[kWideBlocks];  // block b's tokens go to [start[b], start[b] + counts[b])
-  int32_t total = 0;
-#pragma unroll
-  for (unsigned b = 0; b < kWideBlocks; ++b) {
-    start[b] = total;
-    if (b < gridDim.x) total += counts[b];
+  __shared__ int32_t start[kWideBlocks + 1];  // block b's tokens go to [start[b], start[b + 1])
+  cluster_gather(&gathered, start + 1);
+  if (threadIdx.x == 0) {
+    start[0] = 0;
+    for (unsigned b = 0; b < gridDim.x; ++b) start[b + 1] += start[b];
   }
+  __syncthreads();
+  const int32_t total = start[gridDim.x];
   const bool sparse = total <= kSparseCap;
   if (sparse && blockIdx.x == 0) {
     // Each thread copies its slots straight from their peer, so all the
     // peers' loads are in flight together.
-    for (int32_t j = counts[0] + threadIdx.x; j < total; j += blockDim.x) {
-      unsigned from = 0;
-      int32_t from_start = 0;
-#pragma unroll
-      for (unsigned b = 1; b < kWideBlocks; ++b) {
-        if (b < gridDim.x && j >= start[b]) {  // an empty block shares the next one's start
-          from = b;
-          from_start = start[b];
-        }
-      }
+    for (int32_t j = start[1] + threadIdx.x; j < total; j += blockDim.x) {
+      unsigned from = 1;
+      while (from + 1 < gridDim.x && j >= start[from + 1]) ++from;  // an empty block's range is empty
       const SparseTokens* peer = cluster_peer(&s, from);
-      const int32_t at = j - from_start;
-      s.value[j] = peer->value[at];
-      s.id[j] = peer->id[at];
+      s.value[j] = peer->value[j - start[from]];
+      s.id[j] = peer->id[j - start[from]];
     }
     if (threadIdx.x == 0) s.n = total;
   }

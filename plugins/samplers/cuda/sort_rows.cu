@@ -154,15 +154,8 @@ __global__ void cluster_sort_kernel(LogitsView logits, const __grid_constant__ R
       const int d = threadIdx.x;
       int32_t total = 0, before_me = 0;
       if (d < kSortBins) {
-        int32_t counts[kWideBlocks];
-        cluster_gather(hist + d, counts);
-#pragma unroll
-        for (unsigned b = 0; b < kWideBlocks; ++b) {
-          if (b < gridDim.x) {
-            total += counts[b];
-            if (b < blockIdx.x) before_me += counts[b];
-          }
-        }
+        total = cluster_column_sum(hist, d);
+        for (unsigned b = 0; b < blockIdx.x; ++b) before_me += cluster_peer(hist, b)[d];
       }
       const int32_t digit_start = digits_exclusive_scan(d < kSortBins ? total : 0);
       if (d < kSortBins) next[d] = digit_start + before_me;

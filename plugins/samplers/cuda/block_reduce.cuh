@@ -12,6 +12,9 @@
 
 namespace aph::samplers::cuda {
 
+// Threads a block of every sampler kernel at most; each kernel declares it
+// (__launch_bounds__) so the compiler keeps registers within what 512
+// threads may hold (a kernel over 128 registers fails to launch).
 constexpr int kThreads = 512;
 
 template <typename T>

@@ -23,7 +23,7 @@ __device__ bool is_breaker(const DryBreakers& b, int32_t first, int32_t n, int32
   return lo < n && b[first + lo] == t;
 }
 
-__global__ void dry_kernel(LogitsView logits, const __grid_constant__ Rows<DryRow> rows,
+__global__ void __launch_bounds__(kThreads) dry_kernel(LogitsView logits, const __grid_constant__ Rows<DryRow> rows,
                            const __grid_constant__ DryBreakers breakers) {
   dependent_start();
   __shared__ int32_t positions[kMaxOccurrences];

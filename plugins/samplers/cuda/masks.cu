@@ -4,7 +4,7 @@
 namespace aph::samplers::cuda {
 namespace {
 
-__global__ void scatter_kernel(LogitsView logits, const int32_t* row_index, const int32_t* offsets,
+__global__ void __launch_bounds__(kThreads) scatter_kernel(LogitsView logits, const int32_t* row_index, const int32_t* offsets,
                                const int32_t* ids, const float* values) {
   dependent_start();
   const int r = blockIdx.x;
@@ -17,7 +17,7 @@ __global__ void scatter_kernel(LogitsView logits, const int32_t* row_index, cons
   }
 }
 
-__global__ void keep_only_kernel(LogitsView logits, const int32_t* row_index, const int32_t* offsets,
+__global__ void __launch_bounds__(kThreads) keep_only_kernel(LogitsView logits, const int32_t* row_index, const int32_t* offsets,
                                  const int32_t* ids) {
   dependent_start();
   const int r = blockIdx.x;

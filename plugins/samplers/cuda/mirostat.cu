@@ -88,7 +88,7 @@ __device__ RowStart row_start(const MirostatRow& p, const int32_t* chosen) {
 // Decided rows are not sorted; their mu is still written, so a fresh slot
 // holds 2 tau from now on (the CPU creates no state then, which starts at the
 // same 2 tau later).
-__global__ void mirostat_compact_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows,
+__global__ void __launch_bounds__(kThreads) mirostat_compact_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows,
                                         CompactRows compact,
                                         int32_t* chosen) {
   dependent_start();
@@ -106,7 +106,7 @@ __global__ void mirostat_compact_kernel(LogitsView logits, const __grid_constant
 }
 
 // The rows marked full are never decided ones (see above).
-__global__ void mirostat_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows, SortedRows sorted,
+__global__ void __launch_bounds__(kThreads) mirostat_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows, SortedRows sorted,
                                 int32_t* chosen) {
   dependent_start();
   if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel

@@ -14,7 +14,7 @@ namespace aph::samplers::cuda {
 namespace {
 
 // table[v] = output_count * 2 + seen_in_window; newest[v] = newest window position or -1.
-__global__ void penalty_count_kernel(int64_t vocab, const __grid_constant__ Rows<PenaltyRow> rows, int32_t* table,
+__global__ void __launch_bounds__(kThreads) penalty_count_kernel(int64_t vocab, const __grid_constant__ Rows<PenaltyRow> rows, int32_t* table,
                                      int32_t* newest) {
   dependent_start();
   const PenaltyRow p = rows[blockIdx.y];
@@ -35,7 +35,7 @@ __global__ void penalty_count_kernel(int64_t vocab, const __grid_constant__ Rows
   }
 }
 
-__global__ void penalty_apply_kernel(LogitsView logits, const __grid_constant__ Rows<PenaltyRow> rows, int32_t* table,
+__global__ void __launch_bounds__(kThreads) penalty_apply_kernel(LogitsView logits, const __grid_constant__ Rows<PenaltyRow> rows, int32_t* table,
                                      int32_t* newest) {
   dependent_start();
   const PenaltyRow p = rows[blockIdx.y];

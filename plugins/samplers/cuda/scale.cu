@@ -8,7 +8,7 @@ namespace {
 
 constexpr float kMinTemperature = 2e-5f;  // as the CPU stage
 
-__global__ void temperature_kernel(LogitsView logits, const __grid_constant__ Rows<TemperatureRow> rows) {
+__global__ void __launch_bounds__(kThreads) temperature_kernel(LogitsView logits, const __grid_constant__ Rows<TemperatureRow> rows) {
   dependent_start();
   const TemperatureRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
@@ -49,7 +49,7 @@ __global__ void temperature_kernel(LogitsView logits, const __grid_constant__ Ro
   for (int64_t j = row.first(); j < row.size(); j += row.step()) row.set(j, __fdiv_rn(row.value(j), t));
 }
 
-__global__ void min_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> log_min_p) {
+__global__ void __launch_bounds__(kThreads) min_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> log_min_p) {
   dependent_start();
   float t = 0;  // <= 0, so the max always stays
   bool leave = false;

@@ -21,7 +21,7 @@ __device__ uint32_t order_key(float f) {
 // The kernels below open their row with open_row (row_view.cuh): a row
 // with few live tokens is done by block 0 alone, on those tokens.
 
-__global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<int32_t>> ks) {
+__global__ void __launch_bounds__(kThreads) top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<int32_t>> ks) {
   dependent_start();
   if (ks[blockIdx.y].value >= logits.vocab) return;
   int32_t k = 0;
@@ -44,7 +44,7 @@ __global__ void top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
   }
 }
 
-__global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
+__global__ void __launch_bounds__(kThreads) top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
   dependent_start();
   float p = 0;
   bool leave = false;
@@ -69,7 +69,7 @@ __global__ void top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Ind
   }
 }
 
-__global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
+__global__ void __launch_bounds__(kThreads) typical_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
   dependent_start();
   float p = 0;
   bool leave = false;
@@ -109,7 +109,7 @@ __global__ void typical_kernel(LogitsView logits, const __grid_constant__ Rows<I
   }
 }
 
-__global__ void xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> thresholds) {
+__global__ void __launch_bounds__(kThreads) xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> thresholds) {
   dependent_start();
   float threshold = 0;
   bool leave = false;
@@ -140,7 +140,7 @@ __global__ void xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Index
   }
 }
 
-__global__ void sample_kernel(LogitsView logits, const __grid_constant__ Rows<SampleRow> rows, int32_t* chosen) {
+__global__ void __launch_bounds__(kThreads) sample_kernel(LogitsView logits, const __grid_constant__ Rows<SampleRow> rows, int32_t* chosen) {
   dependent_start();
   const SampleRow p = rows[blockIdx.y];
   if (chosen[p.row] >= 0) return;

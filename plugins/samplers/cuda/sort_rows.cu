@@ -66,7 +66,7 @@ std::string too_many(int32_t n, int64_t vocab) {
 
 // Live logits of row blockIdx.y appended (warp by warp, in no particular
 // order) to its compact keys while they fit; the count covers them all.
-__global__ void compact_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index, CompactRows c) {
+__global__ void __launch_bounds__(kThreads) compact_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index, CompactRows c) {
   dependent_start();
   const int64_t vocab = logits.vocab;
   const int32_t r = blockIdx.y;
@@ -114,7 +114,7 @@ __device__ int32_t digits_exclusive_scan(int32_t v) {
 // a tile's equal digits in thread order, so every pass is stable. The first
 // pass reads the logits (ids = positions, ascending); the last writes the
 // sorted values as floats over keys[1], ids in ids[1].
-__global__ void cluster_sort_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index,
+__global__ void __launch_bounds__(kThreads) cluster_sort_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index,
                                     const int32_t* full, uint32_t* keys0, int32_t* ids0, uint32_t* keys1,
                                     int32_t* ids1) {
   dependent_start();

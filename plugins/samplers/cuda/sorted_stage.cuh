@@ -12,7 +12,7 @@
 namespace aph::samplers::cuda {
 
 template <typename Stage, typename V>
-__global__ void sorted_compact_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<V>> params,
+__global__ void __launch_bounds__(kThreads) sorted_compact_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<V>> params,
                                       CompactRows rows) {
   dependent_start();
   __shared__ CompactSmem s;
@@ -23,7 +23,7 @@ __global__ void sorted_compact_kernel(LogitsView logits, const __grid_constant__
 }
 
 template <typename Stage, typename V>
-__global__ void sorted_full_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<V>> params,
+__global__ void __launch_bounds__(kThreads) sorted_full_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<V>> params,
                                    SortedRows sorted) {
   dependent_start();
   if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel

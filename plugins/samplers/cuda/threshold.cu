@@ -9,7 +9,7 @@
 namespace aph::samplers::cuda {
 namespace {
 
-__global__ void threshold_kernel(LogitsView logits, const __grid_constant__ Rows<ThresholdRow> rows) {
+__global__ void __launch_bounds__(kThreads) threshold_kernel(LogitsView logits, const __grid_constant__ Rows<ThresholdRow> rows) {
   dependent_start();
   const ThresholdRow p = rows[blockIdx.y];
   bool leave = false;

@@ -86,6 +86,10 @@ void copy_bytes(void* dst, int32_t dst_device, const void* src, int32_t src_devi
   }
 #ifdef APH_HAVE_CUDA
   cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+  // cudaMemcpy returns before a pageable host-to-device copy (or a device
+  // copy) has landed, and kernels on non-blocking streams do not wait for
+  // the default stream: the bytes must be in place when this returns.
+  cuda_check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
 #else
   throw Error(APH_ERR_UNSUPPORTED, "this build has no CUDA support");
 #endif

@@ -369,21 +369,26 @@ Tensor Runner::head(const ops::Exec& exec, const FinalHidden& fh, const Tensor& 
     if (device_ != APH_DEVICE_CPU) ops::convert(exec, lm, out);
     return out;
   }
-  // Otherwise every token's row is normed (with delta, the sum goes to spare).
+  // Otherwise the sum of the last add goes to spare (every token's row is
+  // normed on the way: the head's input when the rows are in order).
   Tensor all_rows = normed_logits_.rows(0, n_tokens);  // reserve sized it for every token
   if (has_delta) {
     ops::add_rms_norm(exec, fh.stream, fh.delta, norm, eps, all_rows, spare);
-  } else {
+  } else if (rows_in_order && dense == nullptr) {
     ops::rms_norm(exec, fh.stream, norm, eps, all_rows);
   }
+  const Tensor& hidden = has_delta ? spare : fh.stream;
   if (dense != nullptr) {  // gathers and norms the summed rows itself
-    ops::logits(exec, has_delta ? spare : fh.stream, idx, norm, eps, dense->weight(), normed, out);
+    ops::logits(exec, hidden, idx, norm, eps, dense->weight(), normed, out);
     return out;
   }
   if (rows_in_order) {
     lm_head.forward(exec, all_rows, lm);
   } else {
-    ops::gather_rows(exec, all_rows, idx, normed);
+    // From the sums, not from all_rows: normed is the same buffer, and a
+    // gather within one buffer would overwrite rows it has yet to read.
+    ops::gather_rows(exec, hidden, idx, normed);
+    ops::rms_norm(exec, normed, norm, eps, normed);
     lm_head.forward(exec, normed, lm);
   }
   if (device_ != APH_DEVICE_CPU) ops::convert(exec, lm, out);

@@ -8,6 +8,9 @@
 #
 #   bash bench/samplers/price_chain.sh [MODEL_DIR_OR_GGUF]
 #
+# PRICE_AB="VAR=value ...": every stage again under each setting (e.g.
+# APH_SAMPLER_LIVE_LIST=0), against the same greedy baseline.
+#
 # Binaries from build-device/ (scripts/device-build.sh) unless APH_BIN_DIR and
 # APH_PLUGIN_DIR say otherwise.
 set -euo pipefail
@@ -34,3 +37,9 @@ awk -v g1="$greedy1" -v g2="$greedy2" -v c="$chain" -v e="$every" 'BEGIN {
   g = (g1 + g2) / 2
   printf "batch-1 decode, tok/s: greedy %.1f (runs: %.1f first, %.1f last) | default chain %.1f (%+.1f%%) | every stage %.1f (%+.1f%%)  (bound: >= -5%%)\n",
     g, g1, g2, c, 100 * (c / g - 1), e, 100 * (e / g - 1) }'
+for ab in ${PRICE_AB:-}; do
+  v=$(export "$ab"; run "every-stage-$ab" "$EVERY_STAGE")
+  awk -v g1="$greedy1" -v g2="$greedy2" -v e="$v" -v ab="$ab" 'BEGIN {
+    g = (g1 + g2) / 2
+    printf "every stage with %s: %.1f tok/s (%+.1f%%)\n", ab, e, 100 * (e / g - 1) }'
+done

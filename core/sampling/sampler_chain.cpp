@@ -19,6 +19,13 @@ namespace {
 
 constexpr double kNoBound = __builtin_nan("");
 
+// aph_sampler_batch.run_id: distinct across every chain of the process, since
+// chains may share a plugin's state (and the per-run caches it keeps there).
+uint64_t next_run_id() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 struct StageRef {
   const aph_sampler_stage* stage;
   void* state;
@@ -321,6 +328,7 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
   batch.chosen.strides[0] = 1;
   batch.n_rows = static_cast<uint32_t>(n);
   batch.eos_token_id = options_.eos_token_id;
+  batch.run_id = next_run_id();
 
   // Rows that share an order run the chain together; usually that is all.
   std::map<const Order*, std::vector<int64_t>, bool (*)(const Order*, const Order*)> groups(

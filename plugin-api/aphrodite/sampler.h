@@ -7,6 +7,11 @@
  * in place; a removed token gets -INFINITY. A selection stage writes the chosen
  * token of the rows it decides; later selection stages skip rows already
  * decided (chosen >= 0).
+ *
+ * Removed stays removed: within one run of the chain (aph_sampler_batch's
+ * run_id) no stage gives a -INFINITY logit a finite value again, so a row's
+ * set of live tokens only shrinks from stage to stage. A stage may rely on
+ * that, e.g. to keep the live tokens an earlier stage found for the next.
  */
 #ifndef APHRODITE_SAMPLER_H
 #define APHRODITE_SAMPLER_H
@@ -69,6 +74,12 @@ typedef struct aph_sampler_batch {
   uint32_t n_rows;
   const aph_sampler_row* rows; /* host array of n_rows */
   int32_t eos_token_id; /* -1 when the model has none */
+  /* Appended (read only when `size` covers it). Nonzero and distinct for
+   * each run of the chain over a batch (one engine step's sampling): every
+   * stage of the run gets the same batch (logits rows included) with the
+   * same run_id, and no other run, on any chain of the process, reuses it.
+   * 0 = not given. */
+  uint64_t run_id;
 } aph_sampler_batch;
 
 typedef struct aph_sampler_stage {

@@ -59,6 +59,7 @@ void run_on_host_copy(const aph_sampler_batch& batch, aph_stream stream,
   aph_sampler_batch host = batch;
   host.n_rows = static_cast<uint32_t>(used.size());
   host.rows = rows.data();
+  host.run_id = 0;  // its rows are renumbered: not the run's batch
   host.logits.device = APH_DEVICE_CPU;
   host.logits.data = logits.data();
   host.logits.shape[0] = host.n_rows;

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/common/error.hpp"
@@ -12,6 +14,30 @@ void* upload_bytes(PluginState& st, const std::string& key, const void* data, si
                    aph_stream stream) {
   if (bytes == 0) return st.scratch(key, device, 4, stream);
   return st.upload(key, device, data, bytes, stream);
+}
+
+namespace {
+bool live_lists_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_SAMPLER_LIVE_LIST");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+}  // namespace
+
+cuda::LogitsView live_logits_view(PluginState& st, const aph_sampler_batch& b, aph_stream stream) {
+  cuda::LogitsView v = logits_view(b);
+  const bool has_run_id = b.size >= offsetof(aph_sampler_batch, run_id) + sizeof(b.run_id);
+  if (!has_run_id || b.run_id == 0 || !live_lists_enabled()) return v;
+  // Zeroed when allocated (run_id 0 matches no run); never cleared after:
+  // a list of an earlier run is stale by its run_id. Growing waits for the
+  // stream, so no queued kernel still uses the old buffer.
+  const size_t bytes = static_cast<size_t>(b.logits.shape[0]) * sizeof(cuda::LiveList);
+  v.live = static_cast<cuda::LiveList*>(
+      st.filled_scratch("live_lists." + std::to_string(b.logits.device), b.logits.device, bytes, 0x00, stream));
+  v.run_id = b.run_id;
+  return v;
 }
 
 void check_launch(const std::string& error, const char* stage) {

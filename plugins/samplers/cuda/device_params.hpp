@@ -39,8 +39,14 @@ cuda::Rows<T, kBytes> row_table(PluginState& st, const std::string& key, const s
 }
 
 inline cuda::LogitsView logits_view(const aph_sampler_batch& b) {
-  return {static_cast<float*>(b.logits.data), b.logits.strides[0], b.logits.shape[1]};
+  return {static_cast<float*>(b.logits.data), b.logits.strides[0], b.logits.shape[1], nullptr, 0};
 }
+
+// logits_view with the per-row live lists of the plugin's state on the
+// batch's device (kernels.hpp's LiveList), for kernels that open rows with
+// row_view.cuh or compact them: lists off when the batch gives no run_id or
+// APH_SAMPLER_LIVE_LIST=0.
+cuda::LogitsView live_logits_view(PluginState& st, const aph_sampler_batch& b, aph_stream stream);
 
 // Throws APH_ERR_DEVICE naming the stage when a launcher reported an error.
 void check_launch(const std::string& error, const char* stage);

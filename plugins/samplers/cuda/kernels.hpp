@@ -13,10 +13,27 @@
 
 namespace aph::samplers::cuda {
 
+// A row with at most this many live tokens is done by one block, on those
+// tokens alone (row_view.cuh).
+constexpr int kSparseCap = 1024;
+
+// The live tokens of a logits row as a stage of run run_id found them (in id
+// order), kept for the stages after it in the same run: the live set only
+// shrinks during a run (sampler.h), so the list stays a superset of it and a
+// later stage reads the listed tokens instead of the whole row. Written only
+// for rows found sparse; a list whose run_id is not the batch's is stale.
+struct LiveList {
+  unsigned long long run_id;
+  int32_t n;
+  int32_t ids[kSparseCap];
+};
+
 struct LogitsView {
   float* data;
   int64_t stride;  // elements between rows
   int64_t vocab;
+  LiveList* live;  // one per logits row (index = the row), or null: no lists
+  unsigned long long run_id;  // the batch's run; 0: lists off
 };
 
 // For each active row r, entries [offsets[r], offsets[r+1]) of ids: adds

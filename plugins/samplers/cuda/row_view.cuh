@@ -11,6 +11,12 @@
 //
 // Removed tokens (-inf) are absent from a sparse row, so a stage must treat
 // them as the dense path does: add nothing to sums, never be kept.
+//
+// The live tokens found are kept for the rest of the chain run
+// (kernels.hpp's LiveList): a later stage on the row reads the listed ones
+// in block 0 alone, and its other blocks leave at once. Reading the whole
+// row again would cost every stage that scan, a block scan, two cluster
+// barriers and a distributed shared memory copy to find the same tokens.
 #pragma once
 
 #include "plugins/samplers/cuda/kernels.hpp"
@@ -18,13 +24,11 @@
 
 namespace aph::samplers::cuda {
 
-constexpr int kSparseCap = 1024;  // 8 KiB of block 0's shared memory
-
 struct SparseTokens {
   float value[kSparseCap];
   int32_t id[kSparseCap];
   int32_t n;
-};
+};  // 8 KiB of block 0's shared memory
 
 class RowView {
  public:
@@ -80,17 +84,68 @@ class RowView {
   SparseTokens* s_;
 };
 
-// Every block of the row's cluster calls it first (after dependent_start).
+// The row's live list when a kernel before this one in the batch's run
+// wrote it (dependent_start waits for that kernel), else null: then the row
+// must be read whole.
+__device__ inline const LiveList* listed_row(const LogitsView& logits, int32_t row_index) {
+  if (logits.live == nullptr || logits.run_id == 0) return nullptr;
+  const LiveList* list = logits.live + row_index;
+  return list->run_id == logits.run_id ? list : nullptr;
+}
+
+// Block 0 alone: the listed tokens still live, in the list's (id) order,
+// into s. Tokens removed since the list was written are dropped, so s is
+// what a scan of the row would gather.
+__device__ inline void gather_listed(const float* x, const LiveList* list, SparseTokens* s) {
+  constexpr int kPerThread = 2;  // a whole list (kSparseCap) in one round of 512 threads
+  const int32_t n = min(list->n, kSparseCap);
+  int32_t count = 0;
+  for (int32_t base = 0; base < n; base += static_cast<int32_t>(blockDim.x) * kPerThread) {
+    const int32_t j0 = base + static_cast<int32_t>(threadIdx.x) * kPerThread;
+    int32_t id[kPerThread];
+    float v[kPerThread];
+    int mine = 0;
+    for (int k = 0; k < kPerThread; ++k) id[k] = j0 + k < n ? list->ids[j0 + k] : -1;
+    for (int k = 0; k < kPerThread; ++k) {
+      v[k] = id[k] >= 0 ? x[id[k]] : -INFINITY;
+      mine += v[k] != -INFINITY ? 1 : 0;
+    }
+    int round = 0;
+    int32_t at = count + block_exclusive_add(mine, &round);
+    for (int k = 0; k < kPerThread; ++k) {
+      if (v[k] == -INFINITY) continue;
+      s->value[at] = v[k];
+      s->id[at] = id[k];
+      ++at;
+    }
+    count += round;
+  }
+  if (threadIdx.x == 0) s->n = count;
+  __syncthreads();
+}
+
+// Every block of the row's cluster calls it first (after dependent_start,
+// which also waits for the kernel that wrote the row's live list).
 // *leave: this block has nothing more to do (the row is sparse and block 0
 // has it).
-__device__ inline RowView open_row(float* x, int64_t vocab, bool* leave) {
+__device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* leave) {
   __shared__ SparseTokens s;
   __shared__ int32_t gathered;  // this block's live count; read by the peers
   // 16 consecutive tokens a thread per round: a 128k row over 16 blocks is
   // one round, so one block scan (three barriers) places every live token.
   constexpr int kPerThread = 16;
+  float* x = logits.data + static_cast<int64_t>(row_index) * logits.stride;
+  const int64_t vocab = logits.vocab;
   *leave = false;
   if (gridDim.x == 1 && vocab > kSparseCap) return RowView(x, vocab, nullptr);  // nothing to gain
+  if (const LiveList* listed = listed_row(logits, row_index)) {
+    // No cluster barrier follows for this row: the peers are gone, and a
+    // sparse view reduces within block 0.
+    *leave = blockIdx.x != 0;
+    if (*leave) return RowView(x, vocab, nullptr);
+    gather_listed(x, listed, &s);
+    return RowView(x, vocab, &s);
+  }
   // Block b takes the b-th contiguous slice, kPerThread consecutive tokens a
   // thread per round, so the list comes out in id order.
   const int64_t slice = (vocab + gridDim.x - 1) / gridDim.x;
@@ -142,6 +197,16 @@ __device__ inline RowView open_row(float* x, int64_t vocab, bool* leave) {
   cluster_sync();  // block 0 has copied the peers' lists: they may leave
   if (!sparse) return RowView(x, vocab, nullptr);
   *leave = blockIdx.x != 0;
+  if (logits.live != nullptr && logits.run_id != 0 && blockIdx.x == 0) {
+    // For the stages after this one: the kernels after it read the list
+    // only once this grid is done (dependent_start).
+    LiveList* list = logits.live + row_index;
+    for (int32_t j = threadIdx.x; j < total; j += blockDim.x) list->ids[j] = s.id[j];
+    if (threadIdx.x == 0) {
+      list->n = total;
+      list->run_id = logits.run_id;
+    }
+  }
   return RowView(x, vocab, &s);
 }
 
@@ -151,7 +216,7 @@ template <typename V>
 __device__ RowView open_indexed_row(LogitsView logits, const Rows<Indexed<V>>& params, V* value, bool* leave) {
   const Indexed<V> p = params[blockIdx.y];
   *value = p.value;
-  return open_row(logits.data + static_cast<int64_t>(p.row) * logits.stride, logits.vocab, leave);
+  return open_row(logits, p.row, leave);
 }
 
 }  // namespace aph::samplers::cuda

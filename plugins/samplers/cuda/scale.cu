@@ -12,13 +12,19 @@ __global__ void __launch_bounds__(kThreads) temperature_kernel(LogitsView logits
   dependent_start();
   const TemperatureRow p = rows[blockIdx.y];
   float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
-  if (!p.dynamic) {  // one pass, no reduction: nothing for a sparse row to save
+  if (!p.dynamic) {  // one pass, no reduction: nothing for a scan to save
     const float t = fmaxf(p.temperature, kMinTemperature);
+    if (const LiveList* list = listed_row(logits, p.row)) {  // the unlisted are -inf: t leaves them so
+      if (blockIdx.x != 0) return;
+      const int32_t n = min(list->n, kSparseCap);
+      for (int32_t j = threadIdx.x; j < n; j += blockDim.x) x[list->ids[j]] = __fdiv_rn(x[list->ids[j]], t);
+      return;
+    }
     for (int64_t i = split_first(); i < logits.vocab; i += split_step()) x[i] = __fdiv_rn(x[i], t);
     return;
   }
   bool leave = false;
-  const RowView row = open_row(x, logits.vocab, &leave);
+  const RowView row = open_row(logits, p.row, &leave);
   if (leave) return;
   const float m = row.max();
   double z = 0, live = 0;

@@ -16,6 +16,7 @@
 
 #include "plugins/samplers/cuda/compact_row.cuh"
 #include "plugins/samplers/cuda/row_split.cuh"
+#include "plugins/samplers/cuda/row_view.cuh"
 
 namespace aph::samplers::cuda {
 namespace {
@@ -65,7 +66,9 @@ std::string too_many(int32_t n, int64_t vocab) {
 }
 
 // Live logits of row blockIdx.y appended (warp by warp, in no particular
-// order) to its compact keys while they fit; the count covers them all.
+// order) to its compact keys while they fit; the count covers them all. A
+// row with a live list of this run (kernels.hpp's LiveList) is read at the
+// listed ids only, by block 0.
 __global__ void __launch_bounds__(kThreads) compact_kernel(LogitsView logits, const __grid_constant__ RowIndex row_index, CompactRows c) {
   dependent_start();
   const int64_t vocab = logits.vocab;
@@ -74,19 +77,32 @@ __global__ void __launch_bounds__(kThreads) compact_kernel(LogitsView logits, co
   int32_t* count = c.counts + r;
   uint64_t* out = c.keys + static_cast<int64_t>(r) * kCompactCap;
   const int lane = threadIdx.x & 31;
-  // The bounds are the block's, so whole warps go round together.
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < vocab;
-       base += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t i = base + threadIdx.x;
-    const float v = i < vocab ? x[i] : -INFINITY;
+  // Every lane of a warp calls it (i < 0: no token).
+  auto append = [&](int64_t i) {
+    const float v = i >= 0 ? x[i] : -INFINITY;
     const bool live = v != -INFINITY;
     const unsigned ballot = __ballot_sync(0xffffffffu, live);
-    if (ballot == 0) continue;
+    if (ballot == 0) return;
     int32_t first = 0;
     if (lane == 0) first = atomicAdd(count, __popc(ballot));
     first = __shfl_sync(0xffffffffu, first, 0);
     const int32_t at = first + __popc(ballot & ((1u << lane) - 1u));
     if (live && at < kCompactCap) out[at] = compact_key(v, i);
+  };
+  if (const LiveList* list = listed_row(logits, row_index[r])) {
+    if (blockIdx.x != 0) return;
+    const int32_t n = min(list->n, kSparseCap);
+    for (int32_t base = 0; base < n; base += blockDim.x) {  // whole warps go round together
+      const int32_t j = base + threadIdx.x;
+      append(j < n ? list->ids[j] : -1);
+    }
+    return;
+  }
+  // The bounds are the block's, so whole warps go round together.
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * blockDim.x; base < vocab;
+       base += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = base + threadIdx.x;
+    append(i < vocab ? i : -1);
   }
 }
 

@@ -29,6 +29,7 @@ void for_sorted_chunks(PluginState& st, const char* stage, const aph_sampler_bat
   auto* counts = static_cast<int32_t*>(
       st.filled_scratch(kCounts, b.logits.device, cuda::compact_rows_counts_bytes(chunk), 0x00, stream));
   const cuda::LogitsView logits = logits_view(b);
+  const cuda::LogitsView live = live_logits_view(st, b, stream);  // the compaction reads listed rows' lists
   auto check = [&](const std::string& error) {
     if (!error.empty()) st.drop_scratch(kCounts);  // may be left nonzero
     check_launch(error, stage);
@@ -37,7 +38,7 @@ void for_sorted_chunks(PluginState& st, const char* stage, const aph_sampler_bat
     const int32_t count = std::min(chunk, n - first);
     const cuda::RowIndex chunk_rows = cuda::rows_from(row_index, first, n);
     cuda::CompactRows compact{};
-    check(cuda::compact_rows(logits, count, chunk_rows, scratch, bytes, counts, &compact, stream));
+    check(cuda::compact_rows(live, count, chunk_rows, scratch, bytes, counts, &compact, stream));
     check(launch.compact(first, count, compact));
     if (!cuda::full_sort_possible(vocab)) continue;
     cuda::SortedRows sorted{};

@@ -13,7 +13,7 @@ __global__ void __launch_bounds__(kThreads) threshold_kernel(LogitsView logits, 
   dependent_start();
   const ThresholdRow p = rows[blockIdx.y];
   bool leave = false;
-  const RowView row = open_row(logits.data + static_cast<int64_t>(p.row) * logits.stride, logits.vocab, &leave);
+  const RowView row = open_row(logits, p.row, &leave);
   if (leave) return;
   const float m = row.max();
   if (p.kind == kQuadratic) {

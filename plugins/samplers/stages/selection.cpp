@@ -146,7 +146,7 @@ void SampleStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_st
   }
   if (rows.empty()) return;
   const auto table = row_table(st, "sample.rows", rows, b, s);
-  check_launch(cuda::launch_sample(logits_view(b), static_cast<int32_t>(rows.size()), table,
+  check_launch(cuda::launch_sample(live_logits_view(st, b, s), static_cast<int32_t>(rows.size()), table,
                                    static_cast<int32_t*>(b.chosen.data), s),
                info.name);
 }

@@ -123,7 +123,8 @@ void QuadraticStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph
   }
   if (rows.empty()) return;
   const auto table = row_table(st, "quadratic.rows", rows, b, s);
-  check_launch(cuda::launch_threshold(logits_view(b), static_cast<int32_t>(rows.size()), table, s), info.name);
+  check_launch(cuda::launch_threshold(live_logits_view(st, b, s), static_cast<int32_t>(rows.size()), table, s),
+               info.name);
 }
 
 // The per-step coin is drawn on the host (it depends only on seed and step);
@@ -137,7 +138,7 @@ void XtcStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_strea
   }
   if (rows.empty()) return;
   const auto table = row_table(st, "xtc.rows", rows, b, s);
-  check_launch(cuda::launch_xtc(logits_view(b), static_cast<int32_t>(rows.size()), table, s), info.name);
+  check_launch(cuda::launch_xtc(live_logits_view(st, b, s), static_cast<int32_t>(rows.size()), table, s), info.name);
 }
 
 void SkewStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {

@@ -75,7 +75,8 @@ void TemperatureStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, a
   }
   if (rows.empty()) return;
   const auto table = row_table(st, "temperature.rows", rows, b, s);
-  check_launch(cuda::launch_temperature(logits_view(b), static_cast<int32_t>(rows.size()), table, s), info.name);
+  check_launch(cuda::launch_temperature(live_logits_view(st, b, s), static_cast<int32_t>(rows.size()), table, s),
+               info.name);
 }
 
 }  // namespace aph::samplers

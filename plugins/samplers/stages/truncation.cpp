@@ -296,7 +296,7 @@ void per_row_launch(PluginState& st, const char* stage, const aph_sampler_batch&
   }
   if (rows.empty()) return;
   const auto table = row_table(st, std::string(stage) + ".rows", rows, b, s);
-  check_launch(launch(logits_view(b), static_cast<int32_t>(rows.size()), table, s), stage);
+  check_launch(launch(live_logits_view(st, b, s), static_cast<int32_t>(rows.size()), table, s), stage);
 }
 }  // namespace
 
@@ -328,7 +328,7 @@ void threshold_launch(PluginState& st, const char* stage, const aph_sampler_batc
   }
   if (rows.empty()) return;
   const auto table = row_table(st, std::string(stage) + ".rows", rows, b, s);
-  check_launch(cuda::launch_threshold(logits_view(b), static_cast<int32_t>(rows.size()), table, s), stage);
+  check_launch(cuda::launch_threshold(live_logits_view(st, b, s), static_cast<int32_t>(rows.size()), table, s), stage);
 }
 }  // namespace
 

@@ -226,6 +226,7 @@ TEST(AbiLayout, EveryFieldOfEveryStructIsPinned) {
   PIN(aph_sampler_batch, n_rows, 312, 4);
   PIN(aph_sampler_batch, rows, 320, 8);
   PIN(aph_sampler_batch, eos_token_id, 328, 4);
+  PIN(aph_sampler_batch, run_id, 336, 8);
 
   // aph_sampler_stage (sampler.h)
   PIN(aph_sampler_stage, size, 0, 4);

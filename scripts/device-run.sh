@@ -26,6 +26,10 @@
 #              sampling with every stage (bench/samplers/chains.sh)
 #              AB_ENV="VAR=value ...": the 135M and 8B Q4_K_M decode512 cases
 #              again under each of those settings (e.g. APH_GGUF_CTA_QUANT=0)
+#   phases     APH_STEP_PHASES=1 on the 135M decode512: the engine thread's
+#              time per step (schedule, forward, sample, output, loop)
+#   realmodel  the real SmolLM2-135M-Instruct Q4_1 (models/, when present):
+#              its GPU tests, greedy text on CUDA, decode512 tok/s
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
 set -uo pipefail
@@ -61,6 +65,12 @@ fi
 if want samplers; then
   timeout 120 $BIN/bench_sampler_chain > "$OUT/bench_samplers.txt" 2>&1
   record bench_sampler_chain $? bench_samplers.txt
+  # SAMPLERS_AB="VAR=value ...": the bench again under each setting.
+  for ab in ${SAMPLERS_AB:-}; do
+    echo "==== with $ab" >> "$OUT/bench_samplers.txt"
+    (export "$ab"; timeout 120 $BIN/bench_sampler_chain >> "$OUT/bench_samplers.txt" 2>&1)
+    record "bench_sampler_chain $ab" $? bench_samplers.txt
+  done
 fi
 if want decodeops; then
   timeout 120 $BIN/aph_bench_decode_ops > "$OUT/bench_decode_ops.txt" 2>&1
@@ -91,6 +101,11 @@ fi
 if want attention; then
   timeout 90 $BIN/aph_bench_attention > "$OUT/bench_attention.txt" 2>&1
   record aph_bench_attention $? bench_attention.txt
+  for ab in ${AB_ENV:-}; do  # the bench again under each setting
+    echo "==== with $ab" >> "$OUT/bench_attention.txt"
+    (export "$ab"; timeout 90 $BIN/aph_bench_attention >> "$OUT/bench_attention.txt" 2>&1)
+    record "aph_bench_attention $ab" $? bench_attention.txt
+  done
 fi
 # The RESULT lines' bandwidth column needs the copy ceiling (measured once)
 # and the bytes a step reads (bench/engine/read_bytes.py, from make_model.py's
@@ -123,6 +138,42 @@ if want engine; then
   engine_case 8b-bf16 $CACHE/llama3-8b-bf16 llama3-8b decode512,ctx8k
   APH_PDL=0 engine_case 8b-bf16-nopdl $CACHE/llama3-8b-bf16 llama3-8b decode512
 fi
+if want phases; then
+  # Where the engine thread's time goes at batch 1 (APH_STEP_PHASES=1,
+  # core/engine/step_phases.hpp): the host work the device waits through.
+  step "step phases (135M Q4_0 decode512)"
+  M=/tmp/aph-models
+  mkdir -p $M
+  [ -f $M/smol-bf16/config.json ] ||
+    python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $M/smol-bf16 >> "$OUT/bench_engine.log" 2>&1
+  [ -s $M/smol-q4_0.gguf ] ||
+    $BIN/aphrodite-quantize --type Q4_0 --pre smollm $M/smol-bf16 $M/smol-q4_0.gguf >> "$OUT/bench_engine.log" 2>&1
+  APH_STEP_PHASES=1 engine_case smol-q4_0-phases $M/smol-q4_0.gguf smollm2-135m decode512 --log-level info
+  grep -h "step phases" "$OUT/bench_engine.log" | tail -3 | tee "$OUT/phases.txt"
+fi
+if want realmodel; then
+  # The real default model (models/, assembled from carried parts by the
+  # caller: it is more than one call carries): its GPU tests (CUDA against
+  # the CPU linears, bf16 logits against the transformers fixture), greedy
+  # text on CUDA, and its batch-1 decode speed.
+  REAL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+  if [ -s $REAL ]; then
+    step "real SmolLM2-135M-Instruct Q4_1"
+    (cd build-device && timeout 200 ctest -R "oracle_model_gpu|gguf_cuda_model" --output-on-failure) \
+      > "$OUT/real-model.log" 2>&1
+    record "real Q4_1 file: GPU tests" $? real-model.log
+    # Which fixtures ran (ctest's summary does not say a case skipped).
+    build-device/bin/oracle_model_gpu_test --gtest_filter='*smollm2*' 2>&1 | grep -E "^\[ +(OK|SKIPPED|FAILED)" |
+      tee -a "$OUT/real-model.log"
+    timeout 60 $BIN/aphrodited generate --model $REAL --device cuda --chat --max-tokens 48 \
+      --prompt "What is the capital of France?" > "$OUT/real-generate.txt" 2>&1
+    record "real Q4_1 file: generate on CUDA" $? real-generate.txt
+    cat "$OUT/real-generate.txt"
+    engine_case real-q4_1 $REAL - decode512
+  else
+    summary+=("SKIP realmodel ($REAL absent)")
+  fi
+fi
 if want q4km; then
   step "8B Q4_K_M"
   Q4KM=$CACHE/llama3-8b-Q4_K_M.gguf
@@ -137,7 +188,8 @@ if want q4km; then
   fi
   if [ -s "$Q4KM" ]; then
     engine_case 8b-q4km "$Q4KM" llama3-8b decode512,ctx8k,batch64
-    for ab in ${AB_ENV:-}; do export "$ab"; engine_case "8b-q4km-$ab" "$Q4KM" llama3-8b decode512; unset "${ab%%=*}"; done
+    # AB_CASES: the cases run under each AB_ENV setting (default decode512).
+    for ab in ${AB_ENV:-}; do export "$ab"; engine_case "8b-q4km-$ab" "$Q4KM" llama3-8b ${AB_CASES:-decode512}; unset "${ab%%=*}"; done
     # Q4KM_TILES="16 32": batch64 again with those dequantization tile sizes.
     for mb in ${Q4KM_TILES:-}; do APH_GGUF_TILE_MB=$mb engine_case 8b-q4km-tile$mb "$Q4KM" llama3-8b batch64; done
     # Q4KM_PRICE=0 leaves the sampler-chain price out (about 2 minutes).
@@ -205,7 +257,7 @@ if want bench; then
 fi
 
 step "done"
-for f in bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run kernels_decode512 kernels_batch64; do
+for f in phases bench_attention bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run kernels_decode512 kernels_batch64; do
   [ -s "$OUT/$f.txt" ] && { echo "==== $f"; head -40 "$OUT/$f.txt"; }
 done
 echo "==== summary"; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"

@@ -264,7 +264,11 @@ void EngineImpl::loop() {
   for (;;) {
     {
       std::unique_lock lock(inbox_mu_);
-      inbox_cv_.wait(lock, [&] { return stopping_ || !inbox_.empty() || scheduler_->has_work(); });
+      auto ready = [&] { return stopping_ || !inbox_.empty() || scheduler_->has_work(); };
+      if (!ready()) {
+        inbox_cv_.wait(lock, ready);
+        phases_.restart();
+      }
       if (stopping_) break;
     }
     take_inbox();
@@ -288,6 +292,7 @@ void EngineImpl::loop() {
     retire_finished();
     queued_.store(scheduler_->num_waiting());
   }
+  if (phases_.enabled()) log->info("{}", phases_.summary());
   // Shutdown: every open request ends as aborted so no reader waits forever.
   take_inbox();
   for (auto& req : active_) abort_request(req.get());

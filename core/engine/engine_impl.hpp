@@ -19,6 +19,7 @@
 #include "core/engine/engine.hpp"
 #include "core/engine/request_params.hpp"
 #include "core/engine/request_state.hpp"
+#include "core/engine/step_phases.hpp"
 #include "core/kvcache/block_manager.hpp"
 #include "core/model/model_runner.hpp"
 #include "core/sampling/sampler_chain.hpp"
@@ -111,6 +112,7 @@ class EngineImpl final : public Engine {
   std::atomic<uint64_t> next_id_{1};
   bool stopping_ = false;
   std::thread thread_;
+  StepPhases phases_;  // engine thread only
 
   // Engine thread only.
   std::vector<std::unique_ptr<ActiveRequest>> active_;

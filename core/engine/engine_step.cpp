@@ -26,9 +26,11 @@ boost::json::array bytes_array(const std::string& bytes) {
 }  // namespace
 
 void EngineImpl::step() {
+  phases_.mark(StepPhases::kLoop);
   sched::SchedulerOutput out = scheduler_->schedule();
   if (out.empty()) return;
   const model::StepBatch batch = build_step_batch(out, blocks_->block_size(), max_blocks_per_seq_);
+  phases_.mark(StepPhases::kSchedule);
 
   Tensor logits;
   try {
@@ -44,6 +46,7 @@ void EngineImpl::step() {
     return;
   }
   scheduler_->complete(out);
+  phases_.mark(StepPhases::kForward);
 
   std::vector<Choice*> sampled;
   std::vector<sampling::RowInput> rows;
@@ -89,6 +92,7 @@ void EngineImpl::step() {
     }
   }
 
+  phases_.mark(StepPhases::kSample);
   const auto now = Clock::now();
   uint64_t new_prompt_tokens = 0;
   for (size_t i = 0; i < sampled.size(); ++i) {
@@ -143,6 +147,8 @@ void EngineImpl::step() {
   std::lock_guard lock(stats_mu_);
   stats_.prompt_tokens += new_prompt_tokens;
   stats_.generation_tokens += sampled.size();
+  phases_.mark(StepPhases::kOutput);
+  phases_.finish(batch.decode_only());
 }
 
 void EngineImpl::update_gauges() {

@@ -97,7 +97,9 @@ struct Result {
 };
 
 // batch sequences of (q_len, ctx) each; kv dtype; returns per-call time.
-Result run_case(int batch, int q_len, int ctx, aph_dtype kv, void* workspace, size_t ws_bytes) {
+// plan_ctx: the max_context_len the split plan is made for (the engine's
+// graphs plan for the model's whole context); 0 = ctx.
+Result run_case(int batch, int q_len, int ctx, aph_dtype kv, void* workspace, size_t ws_bytes, int plan_ctx) {
   const size_t esz = (kv == APH_DTYPE_F16 || kv == APH_DTYPE_BF16) ? 2 : 1;
   const int blocks_per_seq = (ctx + kBlock - 1) / kBlock;
   const int blocks = batch * blocks_per_seq;
@@ -160,7 +162,7 @@ Result run_case(int batch, int q_len, int ctx, aph_dtype kv, void* workspace, si
   a.max_blocks_per_seq = blocks_per_seq;
   a.slot_mapping = d_slots;
   a.max_query_len = q_len;
-  a.max_context_len = ctx;
+  a.max_context_len = plan_ctx > 0 ? plan_ctx : ctx;
   a.softmax_scale = 1.0f / std::sqrt(float(kHeadDim));
   a.workspace = workspace;
   a.workspace_bytes = ws_bytes;
@@ -237,21 +239,25 @@ int main() {
       const char* name;
       int batch, q_len, ctx;
       aph_dtype kv;
+      int plan_ctx;
     };
     const Case cases[] = {
-        {"decode b=1  ctx=576  kv=f16 ", 1, 1, 576, APH_DTYPE_F16},
-        {"decode b=1  ctx=8192 kv=f16 ", 1, 1, 8192, APH_DTYPE_F16},
-        {"decode b=1  ctx=8192 kv=fp8 ", 1, 1, 8192, APH_DTYPE_F8_E4M3},
-        {"decode b=64 ctx=512  kv=f16 ", 64, 1, 512, APH_DTYPE_F16},
-        {"decode b=64 ctx=512  kv=fp8 ", 64, 1, 512, APH_DTYPE_F8_E4M3},
-        {"decode b=64 ctx=2048 kv=f16 ", 64, 1, 2048, APH_DTYPE_F16},
-        {"decode b=64 ctx=2048 kv=fp8 ", 64, 1, 2048, APH_DTYPE_F8_E4M3},
-        {"prefill 512 tokens   kv=f16 ", 1, 512, 512, APH_DTYPE_F16},
-        {"prefill 512 tokens   kv=fp8 ", 1, 512, 512, APH_DTYPE_F8_E4M3},
+        {"decode b=1  ctx=576  kv=f16 ", 1, 1, 576, APH_DTYPE_F16, 0},
+        {"decode b=1  ctx=576  kv=f16 plan=8192", 1, 1, 576, APH_DTYPE_F16, 8192},
+        {"decode b=1  ctx=2048 kv=f16 plan=8192", 1, 1, 2048, APH_DTYPE_F16, 8192},
+        {"decode b=4  ctx=576  kv=f16 plan=8192", 4, 1, 576, APH_DTYPE_F16, 8192},
+        {"decode b=1  ctx=8192 kv=f16 ", 1, 1, 8192, APH_DTYPE_F16, 0},
+        {"decode b=1  ctx=8192 kv=fp8 ", 1, 1, 8192, APH_DTYPE_F8_E4M3, 0},
+        {"decode b=64 ctx=512  kv=f16 ", 64, 1, 512, APH_DTYPE_F16, 0},
+        {"decode b=64 ctx=512  kv=fp8 ", 64, 1, 512, APH_DTYPE_F8_E4M3, 0},
+        {"decode b=64 ctx=2048 kv=f16 ", 64, 1, 2048, APH_DTYPE_F16, 0},
+        {"decode b=64 ctx=2048 kv=fp8 ", 64, 1, 2048, APH_DTYPE_F8_E4M3, 0},
+        {"prefill 512 tokens   kv=f16 ", 1, 512, 512, APH_DTYPE_F16, 0},
+        {"prefill 512 tokens   kv=fp8 ", 1, 512, 512, APH_DTYPE_F8_E4M3, 0},
     };
     double us_8k_f16 = 0, us_8k_fp8 = 0;
     for (const Case& c : cases) {
-      Result r = run_case(c.batch, c.q_len, c.ctx, c.kv, ws, ws_bytes);
+      Result r = run_case(c.batch, c.q_len, c.ctx, c.kv, ws, ws_bytes, c.plan_ctx);
       const double gbs = r.kv_bytes / (r.us * 1e-6) / 1e9;
       if (c.q_len == 1) {
         std::printf("%s %9.2f us  %7.0f GB/s KV  %5.1f%% of copy\n", c.name, r.us, gbs, 100.0 * gbs / copy);

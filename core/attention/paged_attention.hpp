@@ -57,6 +57,11 @@ struct PagedAttentionArgs {
   const int64_t* slot_mapping = nullptr;  // [n_tokens]
   int32_t max_query_len = 0;
   int32_t max_context_len = 0;
+  // Every sequence's context is at most kDecodeClusterContext tokens
+  // (split_plan.hpp), and stays so for as long as these arguments are used
+  // (a graph captured with it is replayed only for such batches): CUDA decode
+  // then merges its splits through thread block clusters.
+  bool short_contexts = false;
   float softmax_scale = 0;                // usually 1/sqrt(head_dim)
   void* stream = nullptr;                 // cudaStream_t
   // Scratch for split-K decode on CUDA (bytes from paged_attention_workspace_bytes).

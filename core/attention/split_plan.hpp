@@ -24,6 +24,14 @@ inline constexpr int32_t kDecodeMinPartition = 256;
 // 256 tokens and 13-19 us as splits of 64 (ncu, 8B shape).
 inline constexpr int32_t kDecodeMinSplitTokens = 64;
 inline constexpr int32_t kDecodeMaxSplits = 64;
+// Split CTAs of one (sequence, head chunk) may run as a thread block cluster
+// of up to kDecodeMaxCluster and merge through distributed shared memory.
+// That pays only while a sequence's active splits fit one cluster: with long
+// contexts the cluster launch measured up to 1.8x slower on the H200 (8B
+// shape, ctx 8192: 46 us a layer against 26), so callers say when every
+// context is short (PagedAttentionArgs::short_contexts).
+inline constexpr int32_t kDecodeMaxCluster = 16;
+inline constexpr int32_t kDecodeClusterContext = kDecodeMinSplitTokens * kDecodeMaxCluster;
 
 inline int32_t ceil_div(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
 

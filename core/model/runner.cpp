@@ -5,6 +5,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/log.hpp"
+#include "core/attention/split_plan.hpp"
 #include "core/model/rope_freqs.hpp"
 
 namespace aph::model {
@@ -320,7 +321,7 @@ Runner::Meta Runner::stage(const StepBatch& b, int64_t padded_seqs, int32_t tabl
 }
 
 Tensor Runner::run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t table_width, int32_t max_query_len,
-                   int32_t max_context_len, int64_t n_logits, bool rows_in_order) {
+                   int32_t max_context_len, bool short_contexts, int64_t n_logits, bool rows_in_order) {
   StepContext ctx;
   ctx.exec = exec();
   ctx.n_tokens = n_tokens;
@@ -340,6 +341,7 @@ Tensor Runner::run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t t
   a.slot_mapping = meta.slots.as<int64_t>();
   a.max_query_len = max_query_len;
   a.max_context_len = max_context_len;
+  a.short_contexts = short_contexts;
   a.stream = stream();
   if (attn_workspace_.defined()) {
     a.workspace = attn_workspace_.data();
@@ -408,9 +410,10 @@ Tensor Runner::forward(const StepBatch& b) {
     auto it = std::lower_bound(graph_sizes_.begin(), graph_sizes_.end(), s);
     bool identity = static_cast<int>(b.logits_indices.size()) == s;
     for (int i = 0; identity && i < s; ++i) identity = b.logits_indices[i] == i;
-    if (it != graph_sizes_.end() && identity && device_ctx_->has_graph(*it)) {
+    const int key = it != graph_sizes_.end() ? graph_key(*it, max_ctx <= attention::kDecodeClusterContext) : 0;
+    if (it != graph_sizes_.end() && identity && device_ctx_->has_graph(key)) {
       stage(b, *it, graph_table_width_);
-      device_ctx_->launch_graph(*it);
+      device_ctx_->launch_graph(key);
       return logits_.rows(0, s);
     }
   }
@@ -418,7 +421,8 @@ Tensor Runner::forward(const StepBatch& b) {
   Meta meta = stage(b, s, b.max_blocks_per_seq);
   bool in_order = static_cast<int64_t>(b.logits_indices.size()) == t;
   for (int64_t i = 0; in_order && i < t; ++i) in_order = b.logits_indices[i] == i;
-  return run(meta, t, s, b.max_blocks_per_seq, max_q, max_ctx, static_cast<int64_t>(b.logits_indices.size()), in_order);
+  return run(meta, t, s, b.max_blocks_per_seq, max_q, max_ctx, max_ctx <= attention::kDecodeClusterContext,
+             static_cast<int64_t>(b.logits_indices.size()), in_order);
 }
 
 StepBatch Runner::padding_batch(int seqs, int32_t table_width) const {
@@ -452,21 +456,24 @@ void Runner::capture_decode_graphs(const std::vector<int>& batch_sizes, int max_
   const int32_t max_ctx = max_blocks_per_seq * kv_layout_.block_size;
   for (int bs : sizes) {
     StepBatch pad = padding_batch(bs, max_blocks_per_seq);
-    // One eager run first: libraries and plugins finish their lazy set-up outside the capture.
-    Meta meta = stage(pad, bs, max_blocks_per_seq);
-    run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, bs, true);
-    ops::synchronize(exec());
-    device_ctx_->begin_capture();
-    try {
-      run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, bs, true);
-    } catch (...) {
+    for (bool short_contexts : {false, true}) {
+      // One eager run first: libraries and plugins finish their lazy set-up outside the capture.
+      Meta meta = stage(pad, bs, max_blocks_per_seq);
+      run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, short_contexts, bs, true);
+      ops::synchronize(exec());
+      const int key = graph_key(bs, short_contexts);
+      device_ctx_->begin_capture();
       try {
-        device_ctx_->end_capture(bs);
+        run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, short_contexts, bs, true);
       } catch (...) {
+        try {
+          device_ctx_->end_capture(key);
+        } catch (...) {
+        }
+        throw;
       }
-      throw;
+      device_ctx_->end_capture(key);
     }
-    device_ctx_->end_capture(bs);
     graph_sizes_.push_back(bs);
   }
   ops::synchronize(exec());

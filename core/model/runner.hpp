@@ -35,9 +35,13 @@ class Runner final : public ModelRunner {
   void reserve(int64_t tokens, int64_t seqs, int64_t max_blocks);
   Meta stage(const StepBatch& b, int64_t padded_seqs, int32_t table_width);
   // rows_in_order: the logits rows are the step's tokens, in order (decode),
-  // so the final norm needs no gather.
+  // so the final norm needs no gather. short_contexts: every context is at
+  // most attention::kDecodeClusterContext (PagedAttentionArgs says why).
   Tensor run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t table_width, int32_t max_query_len,
-             int32_t max_context_len, int64_t n_logits, bool rows_in_order);
+             int32_t max_context_len, bool short_contexts, int64_t n_logits, bool rows_in_order);
+  // Each decode batch size has two graphs: for batches whose contexts are
+  // all short (decode attention merges through clusters) and for the rest.
+  static int graph_key(int batch_size, bool short_contexts) { return short_contexts ? -batch_size : batch_size; }
   // Logits [n_logits, vocab] F32 from the model's final hidden states.
   Tensor head(const ops::Exec& exec, const FinalHidden& fh, const Tensor& idx, int64_t n_tokens, int64_t n_logits,
               bool rows_in_order);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/attention/paged_attention.hpp"
+#include "core/attention/split_plan.hpp"
 #include "core/common/error.hpp"
 #include "core/common/half.hpp"
 #include "tests/unit/attention/attention_problem.hpp"
@@ -127,6 +128,10 @@ RopeInputs rope_inputs(const Problem& p, const RopeCase& c) {
   return r;
 }
 
+// short_contexts for every problem, even long ones: a caller that claims it
+// wrongly still gets right answers (splits then merge in two levels).
+bool g_claim_short_contexts = false;
+
 // Runs the problem on the GPU; with capture_max_ctx > 0 the call is captured
 // in a CUDA graph planned for that max_context_len and then replayed.
 // workspace_cap (bytes) forces a plan with fewer splits; 0 means no workspace.
@@ -171,6 +176,9 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
   a.slot_mapping = sm.ptr;
   a.max_query_len = p.max_query_len;
   a.max_context_len = capture_max_ctx > 0 ? capture_max_ctx : p.max_context_len;
+  // As the model runner sets it: decode merges through clusters when every
+  // context is short (or a test says so to reach the two-level merge).
+  a.short_contexts = g_claim_short_contexts || p.max_context_len <= aph::attention::kDecodeClusterContext;
   a.softmax_scale = 1.0f / std::sqrt(static_cast<float>(p.spec.head_dim));
   a.workspace = ws_bytes > 0 ? ws.ptr : nullptr;
   a.workspace_bytes = ws_bytes;
@@ -363,6 +371,30 @@ TEST(PagedAttentionGpuGraph, CapturedDecodeSurvivesContextGrowth) {
   s.seqs = {{1, 6000}, {1, 300}, {1, 4500}};
   compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/600);
   compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/8192);
+}
+
+// Decode through clusters at batch 1 and 5 and contexts past one cluster's
+// reach (two-level merge), eager and in a graph planned for 8k; and with a
+// 3-split plan (a cluster of 3).
+TEST(PagedAttentionGpuClusters, ShortAndMisclaimedContexts) {
+  for (const Combo& c : {Combo{64, APH_DTYPE_BF16, APH_DTYPE_BF16}, Combo{128, APH_DTYPE_F16, APH_DTYPE_F8_E4M3}}) {
+    ProblemSpec s = base(c, 21);
+    s.num_heads = 9;
+    s.num_kv_heads = 3;
+    if (c.hd == 128) {
+      s.num_heads = 32;
+      s.num_kv_heads = 8;
+    }
+    s.seqs = {{1, 576}};
+    compare(s, c.act, /*capture_max_ctx=*/8192);
+    s.seqs = {{1, 1000}, {1, 64}, {1, 65}, {1, 1024}, {1, 3}};
+    compare(s, c.act);
+    compare(s, c.act, /*capture_max_ctx=*/8192);
+    g_claim_short_contexts = true;
+    s.seqs = {{1, 1025}, {1, 5000}, {1, 200}};
+    compare(s, c.act, /*capture_max_ctx=*/8192);
+    g_claim_short_contexts = false;
+  }
 }
 
 // Less workspace than the plan wants means fewer splits (none without any),

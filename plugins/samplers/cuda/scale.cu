@@ -1,6 +1,7 @@
 // Temperature (with dynamic temperature) and min-p: one cluster per row
 // (row_view.cuh: block 0 alone on a row with few live tokens).
 #include "plugins/samplers/cuda/kernels.hpp"
+#include "plugins/samplers/cuda/row_stats.cuh"
 #include "plugins/samplers/cuda/row_view.cuh"
 
 namespace aph::samplers::cuda {
@@ -26,27 +27,8 @@ __global__ void __launch_bounds__(kThreads) temperature_kernel(LogitsView logits
   bool leave = false;
   const RowView row = open_row(logits, p.row, &leave);
   if (leave) return;
-  const float m = row.max();
-  double z = 0, live = 0;
-  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
-    const float v = row.value(j);
-    if (v == -INFINITY) continue;
-    z += exp(static_cast<double>(v) - m);
-    live += 1;
-  }
-  const Sum2 z_live = row.reduce(Sum2{z, live}, SumOp{}, Sum2{0.0, 0.0});
-  z = z_live.a;
-  live = z_live.b;
-  const double log_z = log(z);
-  double ent = 0;  // -sum p log p with log p = (x - m) - log z
-  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
-    const float v = row.value(j);
-    if (v == -INFINITY) continue;
-    const double lp = static_cast<double>(v) - m - log_z;
-    const double pr = exp(lp);
-    if (pr > 0) ent -= pr * lp;
-  }
-  ent = row.reduce(ent, SumOp{}, 0.0);
+  const SoftStats st = soft_stats(row);
+  const double ent = entropy_of(st), live = st.n;
   const double max_ent = live > 1 ? log(live) : 0.0;
   const double norm = max_ent > 0 ? ent / max_ent : 0.0;
   const float t = fmaxf(static_cast<float>(p.min + (p.max - p.min) * pow(norm, static_cast<double>(p.exponent))),

@@ -5,6 +5,7 @@
 #include "plugins/samplers/cuda/block_reduce.cuh"
 #include "plugins/samplers/cuda/kernels.hpp"
 #include "plugins/samplers/cuda/radix_select.cuh"
+#include "plugins/samplers/cuda/row_stats.cuh"
 #include "plugins/samplers/cuda/row_split.cuh"
 #include "plugins/samplers/cuda/row_view.cuh"
 #include "plugins/samplers/rng.hpp"
@@ -50,8 +51,9 @@ __global__ void __launch_bounds__(kThreads) top_p_kernel(LogitsView logits, cons
   bool leave = false;
   const RowView row = open_indexed_row(logits, ps, &p, &leave);
   if (leave) return;
-  const float m = row.max();
-  const double z = row.partition(m);
+  const SoftStats st = soft_stats(row);  // max and partition in one reduction
+  const float m = static_cast<float>(st.m);
+  const double z = st.z;
   // Smallest key K with mass(key > K) < p, which is the largest K with
   // mass(key >= K) >= p (masses unnormalized: times z). Tokens with key >= K
   // stay. Removed tokens weigh nothing and sit below every live key.
@@ -75,10 +77,11 @@ __global__ void __launch_bounds__(kThreads) typical_kernel(LogitsView logits, co
   bool leave = false;
   const RowView row = open_indexed_row(logits, ps, &p, &leave);
   if (leave) return;
-  const float m = row.max();
-  const double z = row.partition(m);
+  const SoftStats st = soft_stats(row);  // max, partition and entropy in one reduction
+  const float m = static_cast<float>(st.m);
+  const double z = st.z;
   const double log_z = log(z) + m;
-  const double ent = row.entropy(m, z);
+  const double ent = entropy_of(st);
   // Deviations are >= 0, so their bit patterns order like the values.
   auto deviation = [&](int64_t j) {
     return static_cast<unsigned long long>(
@@ -116,8 +119,9 @@ __global__ void __launch_bounds__(kThreads) xtc_kernel(LogitsView logits, const 
   const RowView row = open_indexed_row(logits, thresholds, &threshold, &leave);
   if (leave) return;
   const double thr = threshold;
-  const float m = row.max();
-  const double z = row.partition(m);
+  const SoftStats st = soft_stats(row);  // max and partition in one reduction
+  const float m = static_cast<float>(st.m);
+  const double z = st.z;
   // p = exp(x - m) / z >= thr  <=>  x - m >= log(thr * z): one exp-free
   // comparison per token instead of an exp in each of the two passes below.
   const double cut = log(thr * z);

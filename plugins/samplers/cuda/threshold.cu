@@ -1,9 +1,11 @@
 // top-a, epsilon, eta, top-nsigma and quadratic smoothing: one cluster per
 // row (row_view.cuh: block 0 alone on a row with few live tokens) computes
-// the statistic (max, partition, entropy, standard deviation), then one pass
+// the statistic (max, partition, entropy, standard deviation; row_stats.cuh:
+// one reduction each), then one pass
 // applies it with the CPU stage's comparisons. The most likely token
 // always stays (its probability is the maximum).
 #include "plugins/samplers/cuda/kernels.hpp"
+#include "plugins/samplers/cuda/row_stats.cuh"
 #include "plugins/samplers/cuda/row_view.cuh"
 
 namespace aph::samplers::cuda {
@@ -15,8 +17,8 @@ __global__ void __launch_bounds__(kThreads) threshold_kernel(LogitsView logits, 
   bool leave = false;
   const RowView row = open_row(logits, p.row, &leave);
   if (leave) return;
-  const float m = row.max();
   if (p.kind == kQuadratic) {
+    const float m = row.max();
     const float k = static_cast<float>(p.param), s = static_cast<float>(p.param2);
     for (int64_t j = row.first(); j < row.size(); j += row.step()) {
       const float v = row.value(j);
@@ -27,40 +29,27 @@ __global__ void __launch_bounds__(kThreads) threshold_kernel(LogitsView logits, 
     return;
   }
   if (p.kind == kNsigma) {
-    double sum = 0, count = 0;
-    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
-      const float v = row.value(j);
-      if (v == -INFINITY) continue;
-      sum += v;
-      count += 1;
-    }
-    const Sum2 sum_count = row.reduce(Sum2{sum, count}, SumOp{}, Sum2{0.0, 0.0});
-    sum = sum_count.a;
-    count = sum_count.b;
-    if (count < 2) return;
-    const double mean = sum / count;
-    double sq = 0;
-    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
-      const float v = row.value(j);
-      if (v != -INFINITY) sq += (v - mean) * (v - mean);
-    }
-    sq = row.reduce(sq, SumOp{}, 0.0);
-    const double threshold = static_cast<double>(m) - p.param * sqrt(sq / (count - 1));
+    const NormStats st = norm_stats(row);  // max, mean and deviation in one reduction
+    if (st.n < 2) return;
+    const float m = static_cast<float>(st.m);
+    const double threshold = st.m - p.param * sqrt(st.m2 / (st.n - 1));
     for (int64_t j = row.first(); j < row.size(); j += row.step()) {
       const float v = row.value(j);
       if (v != -INFINITY && v != m && static_cast<double>(v) < threshold) row.remove(j);
     }
     return;
   }
-  const double z = row.partition(m);
+  const SoftStats st = soft_stats(row);  // max, partition and entropy in one reduction
+  if (st.n == 0) return;
+  const float m = static_cast<float>(st.m);
+  const double z = st.z;
   double threshold = 0;
   if (p.kind == kTopA) {
     threshold = p.param / (z * z);  // a * p_max^2 with p_max = 1 / z
   } else if (p.kind == kEpsilon) {
     threshold = p.param;
   } else {  // kEta
-    const double ent = row.entropy(m, z);
-    threshold = fmin(p.param, sqrt(p.param) * exp(-ent));
+    threshold = fmin(p.param, sqrt(p.param) * exp(-entropy_of(st)));
   }
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {
     const float v = row.value(j);

@@ -1,0 +1,106 @@
+// Statistics of a row's live logits in one reduction each.
+//
+// On a dense row every reduction is two cluster barriers and a distributed
+// shared memory round trip, and dynatemp, top-nsigma and eta each took three
+// of them (max, then sums relative to it, then entropy or squared deviation,
+// each its own pass). Both statistics below combine exactly (up to rounding)
+// from per-thread partials in any grouping, so one pass and one reduction
+// give what those three did:
+//
+// - SoftStats: max m, z = sum exp(x - m), s = sum exp(x - m) (x - m) and the
+//   live count, kept relative to a running max (a partial with a smaller max
+//   is rescaled by exp(m_old - m_new)). The entropy of softmax(x) is then
+//   log z - s / z, since log p = (x - m) - log z; one double exp a token
+//   where the separate passes took two and a log.
+// - NormStats: max, count, mean and M2 (the sum of squared deviations),
+//   combined by Chan et al.'s pairwise update, so no sum of squares of large
+//   logits cancels.
+//
+// Removed tokens (-inf) add nothing to either.
+#pragma once
+
+#include <cmath>
+
+#include "plugins/samplers/cuda/row_view.cuh"
+
+namespace aph::samplers::cuda {
+
+struct SoftStats {
+  double m, z, s, n;
+};
+__device__ inline SoftStats shfl_xor(SoftStats v, int lane_mask) {
+  return {shfl_xor(v.m, lane_mask), shfl_xor(v.z, lane_mask), shfl_xor(v.s, lane_mask), shfl_xor(v.n, lane_mask)};
+}
+struct SoftCombine {
+  __device__ SoftStats operator()(SoftStats a, SoftStats b) const {
+    if (b.n == 0) return a;
+    if (a.n == 0) return b;
+    const double m = fmax(a.m, b.m);
+    const double ea = exp(a.m - m), eb = exp(b.m - m);
+    return {m, a.z * ea + b.z * eb, ea * (a.s + (a.m - m) * a.z) + eb * (b.s + (b.m - m) * b.z), a.n + b.n};
+  }
+};
+__device__ inline SoftStats no_soft_stats() { return {-INFINITY, 0, 0, 0}; }
+
+// Over every thread of the view; all get the same result.
+__device__ inline SoftStats soft_stats(const RowView& row) {
+  SoftStats t = no_soft_stats();
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const double v = row.value(j);
+    if (v == -INFINITY) continue;
+    if (t.n == 0) {
+      t = {v, 1, 0, 1};
+    } else if (v <= t.m) {
+      const double d = v - t.m, e = exp(d);
+      t.z += e;
+      t.s += e * d;
+      t.n += 1;
+    } else {  // a new max: what was summed moves to it
+      const double d = t.m - v, r = exp(d);
+      t.s = r * (t.s + d * t.z);
+      t.z = t.z * r + 1;
+      t.m = v;
+      t.n += 1;
+    }
+  }
+  return row.reduce(t, SoftCombine{}, no_soft_stats());
+}
+
+// -sum p log p of softmax over the live tokens (0 when none). Both terms are
+// >= 0 in exact arithmetic; the clamp keeps a one-token row's rounding
+// (z = 1 - ulp) from going negative, where pow(entropy, e) would be NaN.
+__device__ inline double entropy_of(const SoftStats& st) {
+  return st.z > 0 ? fmax(0.0, log(st.z) - st.s / st.z) : 0.0;
+}
+
+struct NormStats {
+  double m, n, mean, m2;
+};
+__device__ inline NormStats shfl_xor(NormStats v, int lane_mask) {
+  return {shfl_xor(v.m, lane_mask), shfl_xor(v.n, lane_mask), shfl_xor(v.mean, lane_mask), shfl_xor(v.m2, lane_mask)};
+}
+struct NormCombine {
+  __device__ NormStats operator()(NormStats a, NormStats b) const {
+    if (b.n == 0) return a;
+    if (a.n == 0) return b;
+    const double n = a.n + b.n, delta = b.mean - a.mean;
+    return {fmax(a.m, b.m), n, a.mean + delta * (b.n / n), a.m2 + b.m2 + delta * delta * (a.n * b.n / n)};
+  }
+};
+__device__ inline NormStats no_norm_stats() { return {-INFINITY, 0, 0, 0}; }
+
+__device__ inline NormStats norm_stats(const RowView& row) {
+  NormStats t = no_norm_stats();
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const double v = row.value(j);
+    if (v == -INFINITY) continue;
+    t.m = fmax(t.m, v);
+    t.n += 1;
+    const double d = v - t.mean;
+    t.mean += d / t.n;
+    t.m2 += d * (v - t.mean);
+  }
+  return row.reduce(t, NormCombine{}, no_norm_stats());
+}
+
+}  // namespace aph::samplers::cuda

@@ -112,25 +112,6 @@ __device__ T split_reduce(T v, Op op, T identity) {
   return cluster_combine(block_reduce(v, op, identity), op, identity);
 }
 
-__device__ inline float split_max(const float* x, int64_t vocab) {
-  float m = -FLT_MAX;
-  for (int64_t i = split_first(); i < vocab; i += split_step()) m = fmaxf(m, x[i]);
-  return split_reduce(m, MaxOp{}, -FLT_MAX);
-}
-
-__device__ inline double split_sum(double v) { return split_reduce(v, SumOp{}, 0.0); }
-
-// sum(exp(x - m)) over the row, in double. Removed tokens (-inf) add 0 and
-// are skipped: a double exp is what a pass costs on the 8 SMs of a cluster,
-// and after a truncation nearly every token is removed.
-__device__ inline double split_partition(const float* x, int64_t vocab, float m) {
-  double z = 0;
-  for (int64_t i = split_first(); i < vocab; i += split_step()) {
-    if (x[i] != -INFINITY) z += exp(static_cast<double>(x[i]) - m);
-  }
-  return split_sum(z);
-}
-
 struct ArgMaxOp {
   __device__ ArgMax operator()(ArgMax a, ArgMax b) const { return better(a, b); }
 };

@@ -57,27 +57,6 @@ class RowView {
     for (int64_t j = first(); j < size(); j += step()) m = fmaxf(m, value(j));
     return reduce(m, MaxOp{}, -FLT_MAX);
   }
-  // sum(exp(x - m)) in double over the live tokens.
-  __device__ double partition(float m) const {
-    double z = 0;
-    for (int64_t j = first(); j < size(); j += step()) {
-      const float v = value(j);
-      if (v != -INFINITY) z += exp(static_cast<double>(v) - m);
-    }
-    return reduce(z, SumOp{}, 0.0);
-  }
-  // -sum p log p in double over the live tokens, p = exp(x - m) / z.
-  __device__ double entropy(float m, double z) const {
-    double ent = 0;
-    for (int64_t j = first(); j < size(); j += step()) {
-      const float v = value(j);
-      if (v == -INFINITY) continue;  // adds nothing; skipping spares a double exp
-      const double pr = exp(static_cast<double>(v) - m) / z;
-      if (pr > 0) ent -= pr * log(pr);
-    }
-    return reduce(ent, SumOp{}, 0.0);
-  }
-
  private:
   float* x_;
   int64_t vocab_;

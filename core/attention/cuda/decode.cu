@@ -37,14 +37,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "core/attention/cuda/async_copy.cuh"
 #include "core/attention/cuda/attention_kernels.h"
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/split_plan.hpp"
+#include "core/common/cuda_cluster.hpp"
 #include "core/common/cuda_pdl.cuh"
 
 namespace aph::attention::cuda {
@@ -523,46 +521,12 @@ int max_cluster() {
   return n;
 }
 
-// Whether the device can place clusters of `size` CTAs of `kernel` (asked
-// once per kernel, size and device: the query costs more than a launch).
-bool cluster_fits(const void* kernel, int size, int threads, int smem) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int>, bool> known;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto key = std::make_tuple(kernel, size, device);
-  auto it = known.find(key);
-  if (it != known.end()) return it->second;
-  int major = 0;
-  bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
-  if (ok && size > 8) ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
-  if (ok) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(size);
-    config.blockDim = dim3(threads);
-    config.dynamicSmemBytes = smem;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = size;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    int clusters = 0;
-    ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
-  }
-  cudaGetLastError();  // a refusal above is an answer, not an error for the next launch
-  known[key] = ok;
-  return ok;
-}
-
 // The largest cluster size up to kMaxCluster that divides the split count
 // and that the device places (1: none).
 int cluster_size_for(const void* kernel, int splits, int threads, int smem) {
   if (splits <= 1) return 1;
   for (int c = std::min(splits, max_cluster()); c > 1; --c) {
-    if (splits % c == 0 && cluster_fits(kernel, c, threads, smem)) return c;
+    if (splits % c == 0 && cuda_cluster::fits(kernel, c, threads, smem)) return c;
   }
   return 1;
 }

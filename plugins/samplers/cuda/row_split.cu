@@ -2,41 +2,12 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <map>
-#include <mutex>
-#include <utility>
+
+#include "core/common/cuda_cluster.hpp"
 
 namespace aph::samplers::cuda {
 
 namespace {
-
-// Whether `kernel` runs in clusters of kWideBlocks on `device` (asked once
-// per kernel and device).
-bool wide_clusters(const void* kernel, int device) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, bool> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = known.find({kernel, device});
-  if (it != known.end()) return it->second;
-  bool ok = false;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(kWideBlocks, 1);
-    config.blockDim = dim3(kThreads);
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = kWideBlocks;
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-    int clusters = 0;
-    ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
-  }
-  cudaGetLastError();  // a refusal above is an answer, not an error for the next launch
-  known[{kernel, device}] = ok;
-  return ok;
-}
 
 // Compute capability major of `device` (cached: the query costs more than a
 // launch), and the APH_ROW_BLOCKS override (0: none).
@@ -65,7 +36,7 @@ int split_blocks(const void* kernel, int device, int32_t rows) {
   if (device_major(device) < 9) return 1;
   const int forced = forced_blocks();
   const bool want_wide = forced == kWideBlocks || (forced == 0 && rows <= kWideRows);
-  if (want_wide && wide_clusters(kernel, device)) return kWideBlocks;
+  if (want_wide && cuda_cluster::fits(kernel, kWideBlocks, kThreads, 0)) return kWideBlocks;
   return forced != 0 && forced < kRowBlocks ? forced : kRowBlocks;
 }
 

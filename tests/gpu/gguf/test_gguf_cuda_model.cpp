@@ -15,26 +15,11 @@
 #include "aphrodite/quant.h"
 #include "core/common/half.hpp"
 #include "tests/gpu/gguf/cuda_host.hpp"
+#include "tests/gpu/tensor_view.hpp"
 
 namespace {
 
 const char* kModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
-
-aph_tensor view(void* p, int32_t dtype, int32_t device, int64_t rows, int64_t cols) {
-  aph_tensor t{};
-  t.size = sizeof(t);
-  t.dtype = dtype;
-  t.device = device;
-  t.rank = cols > 0 ? 2 : 1;
-  t.data = p;
-  t.shape[0] = rows;
-  t.strides[0] = cols > 0 ? cols : 1;
-  if (cols > 0) {
-    t.shape[1] = cols;
-    t.strides[1] = 1;
-  }
-  return t;
-}
 
 uint16_t to_act(float v, bool bf16) { return bf16 ? aph::f32_to_bf16(v) : aph::f32_to_f16(v); }
 float from_act(uint16_t h, bool bf16) { return bf16 ? aph::bf16_to_f32(h) : aph::f16_to_f32(h); }
@@ -98,14 +83,14 @@ TEST(GgufCudaModel, EveryLinearMatchesCpu) {
           xh[i] = to_act(std::sin(0.013f * static_cast<float>(i) + static_cast<float>(ti)), bf16);
           x[i] = from_act(xh[i], bf16);
         }
-        aph_tensor xc = view(x.data(), APH_DTYPE_F32, APH_DEVICE_CPU, m, k);
-        aph_tensor yc = view(ycpu.data(), APH_DTYPE_F32, APH_DEVICE_CPU, m, n);
+        aph_tensor xc = aph::test::tensor_view(x.data(), APH_DTYPE_F32, APH_DEVICE_CPU, m, k);
+        aph_tensor yc = aph::test::tensor_view(ycpu.data(), APH_DTYPE_F32, APH_DEVICE_CPU, m, n);
         ASSERT_EQ(vt->linear_forward(cpu, &xc, &yc, nullptr, &err), APH_OK) << err.message;
         void *xd = nullptr, *yd = nullptr;
         cudaMalloc(&xd, m * k * 2);
         cudaMalloc(&yd, m * n * 2);
         cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
-        aph_tensor xg = view(xd, ld.act_dtype, 0, m, k), yg = view(yd, ld.act_dtype, 0, m, n);
+        aph_tensor xg = aph::test::tensor_view(xd, ld.act_dtype, 0, m, k), yg = aph::test::tensor_view(yd, ld.act_dtype, 0, m, n);
         ASSERT_EQ(vt->linear_forward(gpu, &xg, &yg, stream, &err), APH_OK) << err.message;
         ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
         cudaMemcpy(yh.data(), yd, m * n * 2, cudaMemcpyDeviceToHost);
@@ -125,14 +110,14 @@ TEST(GgufCudaModel, EveryLinearMatchesCpu) {
         std::vector<int32_t> ids = {0, 1, 49151, 1234, 2};
         const int64_t m = static_cast<int64_t>(ids.size());
         std::vector<float> rows(m * k);
-        aph_tensor ic = view(ids.data(), APH_DTYPE_I32, APH_DEVICE_CPU, m, 0);
-        aph_tensor rc = view(rows.data(), APH_DTYPE_F32, APH_DEVICE_CPU, m, k);
+        aph_tensor ic = aph::test::tensor_view(ids.data(), APH_DTYPE_I32, APH_DEVICE_CPU, m, 0);
+        aph_tensor rc = aph::test::tensor_view(rows.data(), APH_DTYPE_F32, APH_DEVICE_CPU, m, k);
         ASSERT_EQ(vt->linear_get_rows(cpu, &ic, &rc, nullptr, &err), APH_OK) << err.message;
         void *idd = nullptr, *od = nullptr;
         cudaMalloc(&idd, m * 4);
         cudaMalloc(&od, m * k * 2);
         cudaMemcpy(idd, ids.data(), m * 4, cudaMemcpyHostToDevice);
-        aph_tensor ig = view(idd, APH_DTYPE_I32, 0, m, 0), og = view(od, ld.act_dtype, 0, m, k);
+        aph_tensor ig = aph::test::tensor_view(idd, APH_DTYPE_I32, 0, m, 0), og = aph::test::tensor_view(od, ld.act_dtype, 0, m, k);
         ASSERT_EQ(vt->linear_get_rows(gpu, &ig, &og, stream, &err), APH_OK) << err.message;
         ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
         std::vector<uint16_t> out(m * k);

@@ -14,7 +14,8 @@
 
 #include "plugins/samplers/request.hpp"
 #include "plugins/samplers/stages/truncation.hpp"
-#include "tests/gpu/samplers/gpu_chain.hpp"
+#include "tests/gpu/samplers/step_compare.hpp"
+#include "tests/gpu/samplers/stage_host.hpp"
 
 namespace aph::test {
 namespace {
@@ -34,42 +35,15 @@ std::vector<float> normal_logits(int64_t n, uint32_t seed) {
   return v;
 }
 
-struct StepResult {
-  std::vector<float> logits;
-  std::vector<int32_t> chosen;
-};
-
-StepResult run_step(DeviceChain& c, const Requests& requests, const std::vector<float>& logits, int32_t vocab,
-                    uint64_t step) {
-  const int64_t n = static_cast<int64_t>(requests.size());
-  std::vector<sampling::RowInput> rows(n);
-  for (int64_t i = 0; i < n; ++i) {
-    rows[i].sampling = requests[i].get();
-    rows[i].seed = 900 + i;
-    rows[i].step = step;
+StepResult run_requests(DeviceChain& c, const Requests& requests, const std::vector<float>& logits, int32_t vocab,
+                        uint64_t step) {
+  std::vector<const sampling::RequestSampling*> rows;
+  std::vector<uint64_t> seeds;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    rows.push_back(requests[i].get());
+    seeds.push_back(900 + i);
   }
-  const int32_t device = c.stream != nullptr ? 0 : APH_DEVICE_CPU;
-  Tensor t = Tensor::empty({n, vocab}, APH_DTYPE_F32, device);
-  copy_bytes(t.data(), device, logits.data(), APH_DEVICE_CPU, logits.size() * sizeof(float));
-  StepResult out;
-  c.chain->sample(t, rows, out.chosen, nullptr);
-  out.logits.resize(logits.size());
-  copy_bytes(out.logits.data(), APH_DEVICE_CPU, t.data(), device, out.logits.size() * sizeof(float));
-  return out;
-}
-
-void expect_same_kept(const std::vector<float>& cpu, const std::vector<float>& gpu, int32_t vocab,
-                      const std::string& where) {
-  ASSERT_EQ(cpu.size(), gpu.size());
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    const bool kc = cpu[i] != -INFINITY, kg = gpu[i] != -INFINITY;
-    ASSERT_EQ(kc, kg) << where << ": row " << i / vocab << " token " << i % vocab << " kept on "
-                      << (kc ? "CPU" : "GPU") << " only";
-    if (kc) {
-      ASSERT_NEAR(cpu[i], gpu[i], 1e-4f * std::max(1.0f, std::fabs(cpu[i])))
-          << where << ": row " << i / vocab << " token " << i % vocab;
-    }
-  }
+  return run_step(c, rows, seeds, logits, vocab, step);
 }
 
 // Every stage that reads the lists, after a truncation that leaves at most
@@ -107,8 +81,8 @@ TEST(LiveListsGpu, ChainsOverSeveralRunsMatchCpu) {
     }
     // New logits each run: the lists of the run before name other tokens.
     const auto logits = normal_logits(n * kVocab, 31 + static_cast<uint32_t>(step));
-    const StepResult a = run_step(cpu, rc, logits, kVocab, step);
-    const StepResult b = run_step(gpu, rg, logits, kVocab, step);
+    const StepResult a = run_requests(cpu, rc, logits, kVocab, step);
+    const StepResult b = run_requests(gpu, rg, logits, kVocab, step);
     expect_same_kept(a.logits, b.logits, kVocab, "run " + std::to_string(step));
     if (HasFatalFailure()) return;
     EXPECT_EQ(a.chosen, b.chosen) << "run " << step;
@@ -116,34 +90,6 @@ TEST(LiveListsGpu, ChainsOverSeveralRunsMatchCpu) {
 }
 
 // ---- stages called directly, with the run id the batch gives ----------------
-
-void* dev_alloc(void*, int32_t device, uint64_t bytes, aph_error*) {
-  void* p = nullptr;
-  if (device == APH_DEVICE_CPU) return cudaMallocHost(&p, bytes) == cudaSuccess ? p : nullptr;
-  return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
-}
-void dev_free(void*, int32_t device, void* p) {
-  if (device == APH_DEVICE_CPU) cudaFreeHost(p);
-  else cudaFree(p);
-}
-void* pin_alloc(void* host, uint64_t bytes, aph_error* err) { return dev_alloc(host, APH_DEVICE_CPU, bytes, err); }
-void pin_free(void* host, void* p) { dev_free(host, APH_DEVICE_CPU, p); }
-
-aph_tensor tensor(void* data, aph_dtype dtype, int32_t device, int64_t rows, int64_t cols) {
-  aph_tensor t{};
-  t.size = sizeof(t);
-  t.dtype = dtype;
-  t.device = device;
-  t.rank = cols > 0 ? 2 : 1;
-  t.data = data;
-  t.shape[0] = rows;
-  t.strides[0] = cols > 0 ? cols : 1;
-  if (cols > 0) {
-    t.shape[1] = cols;
-    t.strides[1] = 1;
-  }
-  return t;
-}
 
 // top_k then top_p then min_p on rows 0 and 2 of three (row 1 has none of
 // them), on the CPU and on the device, with `run_id` and `size` as given.
@@ -161,8 +107,8 @@ void apply_both(samplers::PluginState& st, const std::string& json, std::vector<
   std::vector<int32_t> chosen(rows, -1);
   aph_sampler_batch hb{};
   hb.size = sizeof(hb);
-  hb.logits = tensor(host.data(), APH_DTYPE_F32, APH_DEVICE_CPU, rows, vocab);
-  hb.chosen = tensor(chosen.data(), APH_DTYPE_I32, APH_DEVICE_CPU, rows, 0);
+  hb.logits = tensor_view(host.data(), APH_DTYPE_F32, APH_DEVICE_CPU, rows, vocab);
+  hb.chosen = tensor_view(chosen.data(), APH_DTYPE_I32, APH_DEVICE_CPU, rows, 0);
   hb.n_rows = static_cast<uint32_t>(rows);
   hb.rows = row.data();
   hb.eos_token_id = -1;
@@ -171,8 +117,8 @@ void apply_both(samplers::PluginState& st, const std::string& json, std::vector<
 
   aph_sampler_batch db = hb;
   db.size = size;
-  db.logits = tensor(device_logits, APH_DTYPE_F32, 0, rows, vocab);
-  db.chosen = tensor(device_chosen, APH_DTYPE_I32, 0, rows, 0);
+  db.logits = tensor_view(device_logits, APH_DTYPE_F32, 0, rows, vocab);
+  db.chosen = tensor_view(device_chosen, APH_DTYPE_I32, 0, rows, 0);
   db.run_id = run_id;  // present in memory even when `size` leaves it out
   Stage::apply_cuda(st, db, stream);
 }
@@ -180,12 +126,7 @@ void apply_both(samplers::PluginState& st, const std::string& json, std::vector<
 TEST(LiveListsGpu, RunIdOnlyWhereTheBatchGivesIt) {
   if (!has_cuda_device()) GTEST_SKIP() << "no CUDA device";
   constexpr int64_t kVocab = 32000, kRows = 3;
-  aph_host_services services{};
-  services.size = sizeof(services);
-  services.device_alloc = &dev_alloc;
-  services.device_free = &dev_free;
-  services.pinned_alloc = &pin_alloc;
-  services.pinned_free = &pin_free;
+  aph_host_services services = stage_cuda_services();
   samplers::PluginState st(&services);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);

@@ -9,47 +9,13 @@
 
 #include "plugins/samplers/request.hpp"
 #include "plugins/samplers/stages/selection.hpp"
+#include "tests/gpu/samplers/stage_host.hpp"
 
 namespace aph::samplers {
 namespace {
 
-void* dev_alloc(void*, int32_t device, uint64_t bytes, aph_error*) {
-  void* p = nullptr;
-  if (device == APH_DEVICE_CPU) return cudaMallocHost(&p, bytes) == cudaSuccess ? p : nullptr;
-  return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
-}
-void dev_free(void*, int32_t device, void* p) {
-  if (device == APH_DEVICE_CPU) cudaFreeHost(p);
-  else cudaFree(p);
-}
-void* pin_alloc(void* host, uint64_t bytes, aph_error* err) { return dev_alloc(host, APH_DEVICE_CPU, bytes, err); }
-void pin_free(void* host, void* p) { dev_free(host, APH_DEVICE_CPU, p); }
-
-aph_host_services cuda_services() {
-  aph_host_services s{};
-  s.size = sizeof(s);
-  s.device_alloc = &dev_alloc;
-  s.device_free = &dev_free;
-  s.pinned_alloc = &pin_alloc;
-  s.pinned_free = &pin_free;
-  return s;
-}
-
-aph_tensor tensor(void* data, aph_dtype dtype, int32_t device, int64_t rows, int64_t cols) {
-  aph_tensor t{};
-  t.size = sizeof(t);
-  t.dtype = dtype;
-  t.device = device;
-  t.rank = cols > 0 ? 2 : 1;
-  t.data = data;
-  t.shape[0] = rows;
-  t.strides[0] = cols > 0 ? cols : 1;
-  if (cols > 0) {
-    t.shape[1] = cols;
-    t.strides[1] = 1;
-  }
-  return t;
-}
+using test::stage_cuda_services;
+using test::tensor_view;
 
 using Params = MirostatStage::Params;
 
@@ -66,7 +32,7 @@ float cpu_mu(const Params& p, uint64_t seed) {
 
 TEST(MirostatStateGpu, MuMatchesTheCpuAfterEveryStep) {
   constexpr int64_t kVocab = 32000;
-  aph_host_services services = cuda_services();
+  aph_host_services services = stage_cuda_services();
   PluginState st(&services);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -115,8 +81,8 @@ TEST(MirostatStateGpu, MuMatchesTheCpuAfterEveryStep) {
     std::vector<int32_t> host_chosen = chosen;
     aph_sampler_batch hb{};
     hb.size = sizeof(hb);
-    hb.logits = tensor(host_logits.data(), APH_DTYPE_F32, APH_DEVICE_CPU, kRows, kVocab);
-    hb.chosen = tensor(host_chosen.data(), APH_DTYPE_I32, APH_DEVICE_CPU, kRows, 0);
+    hb.logits = tensor_view(host_logits.data(), APH_DTYPE_F32, APH_DEVICE_CPU, kRows, kVocab);
+    hb.chosen = tensor_view(host_chosen.data(), APH_DTYPE_I32, APH_DEVICE_CPU, kRows, 0);
     hb.n_rows = kRows;
     hb.rows = cpu_rows_in.data();
     hb.eos_token_id = -1;
@@ -127,8 +93,8 @@ TEST(MirostatStateGpu, MuMatchesTheCpuAfterEveryStep) {
     ASSERT_EQ(cudaMemcpy(d_logits, logits.data(), logits.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(d_chosen, chosen.data(), kRows * sizeof(int32_t), cudaMemcpyHostToDevice), cudaSuccess);
     aph_sampler_batch db = hb;
-    db.logits = tensor(d_logits, APH_DTYPE_F32, 0, kRows, kVocab);
-    db.chosen = tensor(d_chosen, APH_DTYPE_I32, 0, kRows, 0);
+    db.logits = tensor_view(d_logits, APH_DTYPE_F32, 0, kRows, kVocab);
+    db.chosen = tensor_view(d_chosen, APH_DTYPE_I32, 0, kRows, 0);
     db.rows = gpu_rows_in.data();
     MirostatStage::apply_cuda(st, db, stream);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);

@@ -12,7 +12,7 @@
 #include <random>
 
 #include "plugins/samplers/cuda/kernels.hpp"
-#include "tests/gpu/samplers/gpu_chain.hpp"
+#include "tests/gpu/samplers/step_compare.hpp"
 
 namespace aph::test {
 namespace {
@@ -22,44 +22,10 @@ using Requests = std::vector<std::unique_ptr<sampling::RequestSampling>>;
 // Rows with at most this many live tokens are sorted in shared memory.
 constexpr int32_t kCap = samplers::cuda::kCompactCap;
 
-struct StepResult {
-  std::vector<float> logits;
-  std::vector<int32_t> chosen;
-};
-
-// One step over rows [i] = (requests[i], seeds[i]); logits row-major [rows, vocab].
-StepResult run_step(DeviceChain& c, const std::vector<const sampling::RequestSampling*>& requests,
-                    const std::vector<uint64_t>& seeds, const std::vector<float>& logits, int32_t vocab,
-                    uint64_t step) {
-  const int64_t n = static_cast<int64_t>(requests.size());
-  std::vector<sampling::RowInput> rows(n);
-  for (int64_t i = 0; i < n; ++i) {
-    rows[i].sampling = requests[i];
-    rows[i].seed = seeds[i];
-    rows[i].step = step;
-  }
-  const int32_t device = c.stream != nullptr ? 0 : APH_DEVICE_CPU;
-  Tensor t = Tensor::empty({n, vocab}, APH_DTYPE_F32, device);
-  copy_bytes(t.data(), device, logits.data(), APH_DEVICE_CPU, logits.size() * sizeof(float));
-  StepResult out;
-  c.chain->sample(t, rows, out.chosen, nullptr);
-  out.logits.resize(logits.size());
-  copy_bytes(out.logits.data(), APH_DEVICE_CPU, t.data(), device, out.logits.size() * sizeof(float));
-  return out;
-}
-
 // Same kept sets, kept values within float rounding, same tokens.
 void expect_same(const StepResult& cpu, const StepResult& gpu, int32_t vocab, const std::string& where) {
-  ASSERT_EQ(cpu.logits.size(), gpu.logits.size());
-  for (size_t i = 0; i < cpu.logits.size(); ++i) {
-    const bool kc = cpu.logits[i] != -INFINITY, kg = gpu.logits[i] != -INFINITY;
-    ASSERT_EQ(kc, kg) << where << ": row " << i / vocab << " token " << i % vocab << " kept on "
-                      << (kc ? "CPU" : "GPU") << " only";
-    if (kc) {
-      ASSERT_NEAR(cpu.logits[i], gpu.logits[i], 1e-4f * std::max(1.0f, std::fabs(cpu.logits[i])))
-          << where << ": row " << i / vocab << " token " << i % vocab;
-    }
-  }
+  expect_same_kept(cpu.logits, gpu.logits, vocab, where);
+  if (::testing::Test::HasFatalFailure()) return;
   EXPECT_EQ(cpu.chosen, gpu.chosen) << where;
 }
 

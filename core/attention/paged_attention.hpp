@@ -60,7 +60,8 @@ struct PagedAttentionArgs {
   // Every sequence's context is at most kDecodeClusterContext tokens
   // (split_plan.hpp), and stays so for as long as these arguments are used
   // (a graph captured with it is replayed only for such batches): CUDA decode
-  // then merges its splits through thread block clusters.
+  // of a lone sequence then merges its splits through thread block clusters
+  // (split_plan.hpp's decode_uses_clusters).
   bool short_contexts = false;
   float softmax_scale = 0;                // usually 1/sqrt(head_dim)
   void* stream = nullptr;                 // cudaStream_t

@@ -39,8 +39,8 @@ class Runner final : public ModelRunner {
   // most attention::kDecodeClusterContext (PagedAttentionArgs says why).
   Tensor run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t table_width, int32_t max_query_len,
              int32_t max_context_len, bool short_contexts, int64_t n_logits, bool rows_in_order);
-  // Each decode batch size has two graphs: for batches whose contexts are
-  // all short (decode attention merges through clusters) and for the rest.
+  // A decode batch size whose attention can merge through clusters (one
+  // sequence) has two graphs: for short contexts and for the rest.
   static int graph_key(int batch_size, bool short_contexts) { return short_contexts ? -batch_size : batch_size; }
   // Logits [n_logits, vocab] F32 from the model's final hidden states.
   Tensor head(const ops::Exec& exec, const FinalHidden& fh, const Tensor& idx, int64_t n_tokens, int64_t n_logits,

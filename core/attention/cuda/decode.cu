@@ -18,8 +18,9 @@
 // merge batches its L2 loads (8 splits in flight per output element) instead
 // of one dependent round trip per split.
 //
-// When the caller says every context is short (PagedAttentionArgs::
-// short_contexts) and the GPU allows it, the split CTAs of a (sequence, head
+// For a lone sequence whose context the caller says is short
+// (PagedAttentionArgs::short_contexts; split_plan.hpp's
+// decode_uses_clusters) and where the GPU allows it, the split CTAs of a (sequence, head
 // chunk) run as thread block clusters of p.cluster CTAs (up to 16): the
 // members combine their partials through distributed shared memory (two
 // cluster barriers), and only a sequence that needs more than one cluster
@@ -532,12 +533,12 @@ int cluster_size_for(const void* kernel, int splits, int threads, int smem) {
 }
 
 template <int HD, typename ActT, typename KvT, int kThreads>
-cudaError_t launch_with_threads(dim3 grid, DecodeParams p, bool short_contexts, cudaStream_t stream) {
+cudaError_t launch_with_threads(dim3 grid, DecodeParams p, bool clusters, cudaStream_t stream) {
   constexpr int smem = DecodeShape<HD, KvT, kThreads>::kSmemBytes;
   auto kernel = decode_kernel<HD, ActT, KvT, kThreads>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  p.cluster = short_contexts ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem) : 1;
+  p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem) : 1;
   if (p.cluster == 1) return cuda_pdl::launch_dependent(kernel, grid, dim3(kThreads), smem, stream, p);
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
@@ -591,9 +592,9 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
     cudaError_t e = sm_count_of_current_device(&sm_count);
     if (e != cudaSuccess) return e;
     if (static_cast<int64_t>(grid.y) * grid.z >= sm_count)
-      return launch_with_threads<HD, ActT, KvT, kNarrowThreads>(grid, p, a.short_contexts, stream);
+      return launch_with_threads<HD, ActT, KvT, kNarrowThreads>(grid, p, decode_uses_clusters(a.n_seqs, a.short_contexts), stream);
   }
-  return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, a.short_contexts, stream);
+  return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, decode_uses_clusters(a.n_seqs, a.short_contexts), stream);
 }
 
 template <typename ActT, typename KvT>

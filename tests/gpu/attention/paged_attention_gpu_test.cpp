@@ -129,7 +129,8 @@ RopeInputs rope_inputs(const Problem& p, const RopeCase& c) {
 }
 
 // short_contexts for every problem, even long ones: a caller that claims it
-// wrongly still gets right answers (splits then merge in two levels).
+// wrongly still gets right answers (a lone sequence's splits then merge in
+// two levels).
 bool g_claim_short_contexts = false;
 
 // Runs the problem on the GPU; with capture_max_ctx > 0 the call is captured
@@ -373,25 +374,28 @@ TEST(PagedAttentionGpuGraph, CapturedDecodeSurvivesContextGrowth) {
   compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/8192);
 }
 
-// Decode through clusters at batch 1 and 5 and contexts past one cluster's
-// reach (two-level merge), eager and in a graph planned for 8k; and with a
-// 3-split plan (a cluster of 3).
+// Decode of a lone sequence through clusters (split_plan.hpp's
+// decode_uses_clusters), eager and in a graph planned for 8k; with contexts
+// past one cluster's reach claimed short (two-level merge); and a batch of
+// several, which keeps the workspace merge.
 TEST(PagedAttentionGpuClusters, ShortAndMisclaimedContexts) {
   for (const Combo& c : {Combo{64, APH_DTYPE_BF16, APH_DTYPE_BF16}, Combo{128, APH_DTYPE_F16, APH_DTYPE_F8_E4M3}}) {
     ProblemSpec s = base(c, 21);
-    s.num_heads = 9;
-    s.num_kv_heads = 3;
-    if (c.hd == 128) {
-      s.num_heads = 32;
-      s.num_kv_heads = 8;
+    s.num_heads = c.hd == 128 ? 32 : 9;
+    s.num_kv_heads = c.hd == 128 ? 8 : 3;
+    for (int32_t ctx : {576, 1000, 1024, 65, 64, 3}) {
+      SCOPED_TRACE("ctx " + std::to_string(ctx));
+      s.seqs = {{1, ctx}};
+      compare(s, c.act);
+      compare(s, c.act, /*capture_max_ctx=*/8192);
     }
-    s.seqs = {{1, 576}};
-    compare(s, c.act, /*capture_max_ctx=*/8192);
-    s.seqs = {{1, 1000}, {1, 64}, {1, 65}, {1, 1024}, {1, 3}};
-    compare(s, c.act);
-    compare(s, c.act, /*capture_max_ctx=*/8192);
     g_claim_short_contexts = true;
-    s.seqs = {{1, 1025}, {1, 5000}, {1, 200}};
+    for (int32_t ctx : {1025, 5000}) {
+      SCOPED_TRACE("claimed short, ctx " + std::to_string(ctx));
+      s.seqs = {{1, ctx}};
+      compare(s, c.act, /*capture_max_ctx=*/8192);
+    }
+    s.seqs = {{1, 1000}, {1, 64}, {1, 200}};
     compare(s, c.act, /*capture_max_ctx=*/8192);
     g_claim_short_contexts = false;
   }

@@ -41,22 +41,41 @@ inline bool enabled() {
   return on;
 }
 
-// kernel<<<grid, block, smem, stream>>>(args...), allowed to overlap the
-// previous kernel in the stream (see above). Returns the launch error.
+// launch_dependent in thread block clusters of `cluster` CTAs along x
+// (1: no clusters; grid.x must be a multiple).
 template <typename... Params, typename... Args>
-cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                             Args... args) {
+cudaError_t launch_dependent_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                       cudaStream_t stream, unsigned cluster, Args... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attr;
-  config.numAttrs = enabled() ? 1 : 0;
+  cudaLaunchAttribute attrs[2]{};
+  unsigned n = 0;
+  if (cluster > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = cluster;
+    attrs[n].val.clusterDim.y = 1;
+    attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (enabled()) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  config.attrs = attrs;
+  config.numAttrs = n;
   return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), allowed to overlap the
+// previous kernel in the stream (see above). Returns the launch error.
+template <typename... Params, typename... Args>
+cudaError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                             Args... args) {
+  return launch_dependent_clustered(kernel, grid, block, smem, stream, 1u, args...);
 }
 
 }  // namespace aph::cuda_pdl

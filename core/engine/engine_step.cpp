@@ -27,9 +27,11 @@ boost::json::array bytes_array(const std::string& bytes) {
 
 void EngineImpl::step() {
   phases_.mark(StepPhases::kLoop);
+  StepPhases::Scope phase_scope(phases_);
   sched::SchedulerOutput out = scheduler_->schedule();
   if (out.empty()) return;
   const model::StepBatch batch = build_step_batch(out, blocks_->block_size(), max_blocks_per_seq_);
+  phase_scope.keep = batch.decode_only();
   phases_.mark(StepPhases::kSchedule);
 
   Tensor logits;
@@ -148,7 +150,6 @@ void EngineImpl::step() {
   stats_.prompt_tokens += new_prompt_tokens;
   stats_.generation_tokens += sampled.size();
   phases_.mark(StepPhases::kOutput);
-  phases_.finish(batch.decode_only());
 }
 
 void EngineImpl::update_gauges() {

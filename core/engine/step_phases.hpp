@@ -28,6 +28,20 @@ class StepPhases {
   void restart();
   // The step is over: its phases count when `keep` (a decode step).
   void finish(bool keep);
+
+  // Finishes the step on every way out of it (a step with nothing to sample
+  // returns early; its time must not land in the next step's phases).
+  class Scope {
+   public:
+    explicit Scope(StepPhases& phases) : phases_(phases) {}
+    ~Scope() { phases_.finish(keep); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    bool keep = false;
+
+   private:
+    StepPhases& phases_;
+  };
   // One line: steps, and per phase the mean microseconds a step and the share.
   std::string summary() const;
 

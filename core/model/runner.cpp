@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/attention/split_plan.hpp"
 #include "core/common/error.hpp"
 #include "core/common/log.hpp"
-#include "core/attention/split_plan.hpp"
 #include "core/model/rope_freqs.hpp"
 
 namespace aph::model {
@@ -406,13 +406,13 @@ Tensor Runner::forward(const StepBatch& b) {
     max_q = std::max(max_q, b.query_start[i + 1] - b.query_start[i]);
     max_ctx = std::max(max_ctx, b.context_lens[i]);
   }
+  const bool short_contexts = max_ctx <= attention::kDecodeClusterContext;
   if (device_ctx_ && b.decode_only() && b.max_blocks_per_seq <= graph_table_width_) {
     auto it = std::lower_bound(graph_sizes_.begin(), graph_sizes_.end(), s);
     bool identity = static_cast<int>(b.logits_indices.size()) == s;
     for (int i = 0; identity && i < s; ++i) identity = b.logits_indices[i] == i;
-    const bool short_contexts = it != graph_sizes_.end() &&
-                                attention::decode_uses_clusters(*it, max_ctx <= attention::kDecodeClusterContext);
-    const int key = it != graph_sizes_.end() ? graph_key(*it, short_contexts) : 0;
+    const int key =
+        it != graph_sizes_.end() ? graph_key(*it, attention::decode_uses_clusters(*it, short_contexts)) : 0;
     if (it != graph_sizes_.end() && identity && device_ctx_->has_graph(key)) {
       stage(b, *it, graph_table_width_);
       device_ctx_->launch_graph(key);
@@ -423,7 +423,7 @@ Tensor Runner::forward(const StepBatch& b) {
   Meta meta = stage(b, s, b.max_blocks_per_seq);
   bool in_order = static_cast<int64_t>(b.logits_indices.size()) == t;
   for (int64_t i = 0; in_order && i < t; ++i) in_order = b.logits_indices[i] == i;
-  return run(meta, t, s, b.max_blocks_per_seq, max_q, max_ctx, max_ctx <= attention::kDecodeClusterContext,
+  return run(meta, t, s, b.max_blocks_per_seq, max_q, max_ctx, short_contexts,
              static_cast<int64_t>(b.logits_indices.size()), in_order);
 }
 

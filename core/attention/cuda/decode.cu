@@ -28,16 +28,15 @@
 // At batch 1 and a few hundred tokens every active split sits in one cluster,
 // and the workspace round trips (the partials' stores, a fence, the counter,
 // the merge's loads) were most of what the kernel cost after its inputs
-// arrived: SmolLM2-135M Q4_0 decoded 1417-1435 tok/s with clusters, 1288-1321
-// without (H200). With long contexts the cluster launch is slower
-// (split_plan.hpp), so long batches keep the plain grid.
+// arrived: SmolLM2-135M Q4_0 decoded 1408-1435 tok/s with clusters, 1288-1321
+// without (H200). With long contexts or several sequences the cluster launch
+// is slower (split_plan.hpp), so those keep the plain grid.
 #include <cooperative_groups.h>
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 #include "core/attention/cuda/async_copy.cuh"
 #include "core/attention/cuda/attention_kernels.h"
@@ -539,22 +538,8 @@ cudaError_t launch_with_threads(dim3 grid, DecodeParams p, bool clusters, cudaSt
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem) : 1;
-  if (p.cluster == 1) return cuda_pdl::launch_dependent(kernel, grid, dim3(kThreads), smem, stream, p);
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attrs[2]{};
-  attrs[0].id = cudaLaunchAttributeClusterDimension;
-  attrs[0].val.clusterDim.x = p.cluster;
-  attrs[0].val.clusterDim.y = 1;
-  attrs[0].val.clusterDim.z = 1;
-  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[1].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attrs;
-  config.numAttrs = cuda_pdl::enabled() ? 2 : 1;
-  return cudaLaunchKernelEx(&config, kernel, p);
+  return cuda_pdl::launch_dependent_clustered(kernel, grid, dim3(kThreads), smem, stream,
+                                              static_cast<unsigned>(p.cluster), p);
 }
 
 template <int HD, typename ActT, typename KvT>

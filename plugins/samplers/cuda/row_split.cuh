@@ -135,29 +135,11 @@ std::string launch_split(void (*kernel)(Params...), int32_t rows, void* stream, 
   int device = 0;
   cudaGetDevice(&device);
   const int blocks = split_blocks(reinterpret_cast<const void*>(kernel), device, rows);
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(rows));
-  config.blockDim = dim3(kThreads);
-  config.stream = static_cast<cudaStream_t>(stream);
   // A cluster of `blocks`, and a programmatic dependent of the kernel before
   // (block_reduce.cuh's dependent_start).
-  cudaLaunchAttribute attrs[2]{};
-  unsigned n_attrs = 0;
-  if (blocks > 1) {
-    attrs[n_attrs].id = cudaLaunchAttributeClusterDimension;
-    attrs[n_attrs].val.clusterDim.x = static_cast<unsigned>(blocks);
-    attrs[n_attrs].val.clusterDim.y = 1;
-    attrs[n_attrs].val.clusterDim.z = 1;
-    ++n_attrs;
-  }
-  if (cuda_pdl::enabled()) {
-    attrs[n_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[n_attrs].val.programmaticStreamSerializationAllowed = 1;
-    ++n_attrs;
-  }
-  config.attrs = attrs;
-  config.numAttrs = n_attrs;
-  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, args...);
+  const cudaError_t e = cuda_pdl::launch_dependent_clustered(
+      kernel, dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(rows)), dim3(kThreads), 0,
+      static_cast<cudaStream_t>(stream), static_cast<unsigned>(blocks), args...);
   if (e != cudaSuccess) return std::string(name) + ": " + cudaGetErrorString(e);
   return launch_error(name);
 }

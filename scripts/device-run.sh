@@ -15,6 +15,7 @@
 #   gguf       aph_bench_gguf_matvec (GGUF matvec per type and shape)
 #   attention  aph_bench_attention
 #   engine     aph_bench_engine: random 135M Q4_0, 8B bf16 (APH_PDL on/off)
+#   smol       the random 135M Q4_0 decode512 alone (and under each AB_ENV)
 #   price      bench/samplers/price_chain.sh on the 8B Q4_K_M (bench/run.sh's cache)
 #   q4km       the 8B Q4_K_M alone (bench/run.sh's cache): engine decode512,
 #              ctx8k and batch64, then price_chain.sh's greedy / default
@@ -124,12 +125,23 @@ engine_case() {  # label model shape cases extra-args...
     --plugins "$APH_PLUGIN_DIR" "${util[@]}" "$@" >> "$OUT/bench_engine.txt" 2>> "$OUT/bench_engine.log"
   record "engine $label" $? bench_engine.log
 }
-if want engine; then
-  step "engine: random-weight models"
+smol_model() {  # the random SmolLM2-135M in Q4_0, made once per machine
   M=/tmp/aph-models
   mkdir -p $M
-  python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $M/smol-bf16 >> "$OUT/bench_engine.log" 2>&1
-  $BIN/aphrodite-quantize --type Q4_0 --pre smollm $M/smol-bf16 $M/smol-q4_0.gguf >> "$OUT/bench_engine.log" 2>&1
+  [ -f $M/smol-bf16/config.json ] ||
+    python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $M/smol-bf16 >> "$OUT/bench_engine.log" 2>&1
+  [ -s $M/smol-q4_0.gguf ] ||
+    $BIN/aphrodite-quantize --type Q4_0 --pre smollm $M/smol-bf16 $M/smol-q4_0.gguf >> "$OUT/bench_engine.log" 2>&1
+}
+if want smol; then
+  step "engine: random 135M Q4_0 decode512"
+  smol_model
+  engine_case smol-q4_0 $M/smol-q4_0.gguf smollm2-135m decode512
+  for ab in ${AB_ENV:-}; do export "$ab"; engine_case "smol-q4_0-$ab" $M/smol-q4_0.gguf smollm2-135m decode512; unset "${ab%%=*}"; done
+fi
+if want engine; then
+  step "engine: random-weight models"
+  smol_model
   engine_case smol-q4_0 $M/smol-q4_0.gguf smollm2-135m decode512,batch64
   APH_PDL=0 engine_case smol-q4_0-nopdl $M/smol-q4_0.gguf smollm2-135m decode512
   for ab in ${AB_ENV:-}; do export "$ab"; engine_case "smol-q4_0-$ab" $M/smol-q4_0.gguf smollm2-135m decode512; unset "${ab%%=*}"; done
@@ -142,12 +154,7 @@ if want phases; then
   # Where the engine thread's time goes at batch 1 (APH_STEP_PHASES=1,
   # core/engine/step_phases.hpp): the host work the device waits through.
   step "step phases (135M Q4_0 decode512)"
-  M=/tmp/aph-models
-  mkdir -p $M
-  [ -f $M/smol-bf16/config.json ] ||
-    python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $M/smol-bf16 >> "$OUT/bench_engine.log" 2>&1
-  [ -s $M/smol-q4_0.gguf ] ||
-    $BIN/aphrodite-quantize --type Q4_0 --pre smollm $M/smol-bf16 $M/smol-q4_0.gguf >> "$OUT/bench_engine.log" 2>&1
+  smol_model
   APH_STEP_PHASES=1 engine_case smol-q4_0-phases $M/smol-q4_0.gguf smollm2-135m decode512 --log-level info
   grep -h "step phases" "$OUT/bench_engine.log" | tail -3 | tee "$OUT/phases.txt"
 fi

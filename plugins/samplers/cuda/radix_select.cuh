@@ -80,12 +80,13 @@ __device__ inline bool find_bin(const double* hist, double above, double target,
 // token counts alone, one warp-aggregated integer atomic per distinct bin
 // (no double sums).
 struct UnitWeight {
-  __device__ double operator()(float) const { return 1.0; }
+  __device__ double operator()(int64_t) const { return 1.0; }
 };
 
-// key_of(v, &key) -> whether a token of value v takes part (its key is then
-// set); weight(v) -> double, or UnitWeight. Key: uint32_t or unsigned long
-// long. Every thread of the view must call it; all get the same K.
+// key_of(j, &key) -> whether the token at index j of the row's view takes
+// part (its key is then set); weight(j) -> double, or UnitWeight. Key:
+// uint32_t or unsigned long long. Every thread of the view must call it; all
+// get the same K.
 template <typename Key, typename KeyOf, typename Weight>
 __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, double target) {
   using namespace radix_detail;
@@ -112,15 +113,17 @@ __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, d
     // would serialize (and double atomics are CAS loops). Each warp keeps its
     // own and pools the lanes that share a bin: a warp sum and one plain
     // store per distinct bin per 32 tokens. Whole warps go round together.
-    row.each_by_warps([&](int64_t, float v, bool in_range) {
+    const int64_t first = row.first() - lane, step = row.step(), size = row.size();
+    for (int64_t base = first; base < size; base += step) {
+      const int64_t i = base + lane;
       bool pending = false;
       int bin = 0;
       double w = 0;
       Key key = 0;
-      if (in_range && key_of(v, &key) && (key & high) == prefix) {
+      if (i < size && key_of(i, &key) && (key & high) == prefix) {
         pending = true;
         bin = static_cast<int>((key >> shift) & 0xFFu);
-        if constexpr (!kUnit) w = weight(v);
+        if constexpr (!kUnit) w = weight(i);
       }
       if constexpr (kUnit) {
         const unsigned peers = __match_any_sync(0xffffffffu, pending ? bin : kBins);
@@ -139,7 +142,7 @@ __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, d
           pending = pending && !mine;
         }
       }
-    });
+    }
     __syncthreads();
     for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
       double t = 0;
@@ -177,10 +180,10 @@ __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, d
       // the lowest key in range keeps the same tokens), so one pass finds it.
       const Key known = ~Key{0} << shift;
       Key found = 0;
-      row.each([&](int64_t, float v) {
+      for (int64_t j = row.first(); j < row.size(); j += row.step()) {
         Key key = 0;
-        if (key_of(v, &key) && (key & known) == prefix) found = key;
-      });
+        if (key_of(j, &key) && (key & known) == prefix) found = key;
+      }
       return row.reduce(found, MaxOp{}, Key{0});
     }
   }

@@ -45,9 +45,9 @@ __device__ inline SoftStats no_soft_stats() { return {-INFINITY, 0, 0, 0}; }
 // Over every thread of the view; all get the same result.
 __device__ inline SoftStats soft_stats(const RowView& row) {
   SoftStats t = no_soft_stats();
-  row.each([&](int64_t, float x) {
-    const double v = x;
-    if (v == -INFINITY) return;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const double v = row.value(j);
+    if (v == -INFINITY) continue;
     if (t.n == 0) {
       t = {v, 1, 0, 1};
     } else if (v <= t.m) {
@@ -62,7 +62,7 @@ __device__ inline SoftStats soft_stats(const RowView& row) {
       t.m = v;
       t.n += 1;
     }
-  });
+  }
   return row.reduce(t, SoftCombine{}, no_soft_stats());
 }
 
@@ -91,15 +91,15 @@ __device__ inline NormStats no_norm_stats() { return {-INFINITY, 0, 0, 0}; }
 
 __device__ inline NormStats norm_stats(const RowView& row) {
   NormStats t = no_norm_stats();
-  row.each([&](int64_t, float x) {
-    const double v = x;
-    if (v == -INFINITY) return;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const double v = row.value(j);
+    if (v == -INFINITY) continue;
     t.m = fmax(t.m, v);
     t.n += 1;
     const double d = v - t.mean;
     t.mean += d / t.n;
     t.m2 += d * (v - t.mean);
-  });
+  }
   return row.reduce(t, NormCombine{}, no_norm_stats());
 }
 

@@ -30,8 +30,6 @@ struct SparseTokens {
   int32_t n;
 };  // 8 KiB of block 0's shared memory
 
-constexpr int kViewLoads = 8;  // RowView::each's loads in flight per thread
-
 class RowView {
  public:
   __device__ RowView(float* x, int64_t vocab, SparseTokens* sparse) : x_(x), vocab_(vocab), s_(sparse) {}
@@ -56,52 +54,8 @@ class RowView {
   }
   __device__ float max() const {
     float m = -FLT_MAX;
-    each([&](int64_t, float v) { m = fmaxf(m, v); });
+    for (int64_t j = first(); j < size(); j += step()) m = fmaxf(m, value(j));
     return reduce(m, MaxOp{}, -FLT_MAX);
-  }
-
-  // f(j, value(j)) for each of this thread's indices j. kViewLoads values
-  // are loaded before any f runs: a loop of one load per token was a chain
-  // of dependent L2 round trips on a dense row (16 of them a pass over a
-  // 128k row on 16 blocks), and top-k's four radix passes, dynatemp's and
-  // top-nsigma's statistics each paid it. f may set(j) its own j only.
-  template <typename F>
-  __device__ void each(F f) const {
-    const int64_t n = size(), s = step();
-    for (int64_t base = first(); base < n; base += kViewLoads * s) {
-      float v[kViewLoads];
-#pragma unroll
-      for (int u = 0; u < kViewLoads; ++u) {
-        const int64_t j = base + u * s;
-        v[u] = j < n ? value(j) : -INFINITY;
-      }
-#pragma unroll
-      for (int u = 0; u < kViewLoads; ++u) {
-        const int64_t j = base + u * s;
-        if (j < n) f(j, v[u]);
-      }
-    }
-  }
-
-  // As each, but whole warps go round together, so f may shuffle:
-  // f(j, v, in_range), with in_range false (and v -inf) past the end.
-  template <typename F>
-  __device__ void each_by_warps(F f) const {
-    const int lane = static_cast<int>(threadIdx.x & 31);
-    const int64_t n = size(), s = step();
-    for (int64_t base = first() - lane; base < n; base += kViewLoads * s) {  // uniform over the warp
-      float v[kViewLoads];
-#pragma unroll
-      for (int u = 0; u < kViewLoads; ++u) {
-        const int64_t j = base + lane + u * s;
-        v[u] = j < n ? value(j) : -INFINITY;
-      }
-#pragma unroll
-      for (int u = 0; u < kViewLoads; ++u) {
-        const int64_t j = base + lane + u * s;
-        f(j, v[u], j < n);
-      }
-    }
   }
  private:
   float* x_;

@@ -21,8 +21,7 @@ __global__ void __launch_bounds__(kThreads) temperature_kernel(LogitsView logits
       for (int32_t j = threadIdx.x; j < n; j += blockDim.x) x[list->ids[j]] = __fdiv_rn(x[list->ids[j]], t);
       return;
     }
-    const RowView whole(x, logits.vocab, nullptr);
-    whole.each([&](int64_t i, float v) { x[i] = __fdiv_rn(v, t); });
+    for (int64_t i = split_first(); i < logits.vocab; i += split_step()) x[i] = __fdiv_rn(x[i], t);
     return;
   }
   bool leave = false;
@@ -35,7 +34,7 @@ __global__ void __launch_bounds__(kThreads) temperature_kernel(LogitsView logits
   const float t = fmaxf(static_cast<float>(p.min + (p.max - p.min) * pow(norm, static_cast<double>(p.exponent))),
                         kMinTemperature);
   // Removed tokens stay -inf: a sparse row skips them.
-  row.each([&](int64_t j, float v) { row.set(j, __fdiv_rn(v, t)); });
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) row.set(j, __fdiv_rn(row.value(j), t));
 }
 
 __global__ void __launch_bounds__(kThreads) min_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> log_min_p) {
@@ -45,9 +44,10 @@ __global__ void __launch_bounds__(kThreads) min_p_kernel(LogitsView logits, cons
   const RowView row = open_indexed_row(logits, log_min_p, &t, &leave);
   if (leave) return;
   const float m = row.max();
-  row.each([&](int64_t j, float v) {
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
     if (v != -INFINITY && __fsub_rn(v, m) < t) row.remove(j);
-  });
+  }
 }
 
 }  // namespace

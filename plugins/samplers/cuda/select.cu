@@ -35,14 +35,14 @@ __global__ void __launch_bounds__(kThreads) top_k_kernel(LogitsView logits, cons
   // boundary is a live key, or (k past the live ones) every live token stays.
   const uint32_t boundary = radix_boundary<uint32_t>(
       row,
-      [&](float v, uint32_t* key) {
-        *key = order_key(v);
+      [&](int64_t j, uint32_t* key) {
+        *key = order_key(row.value(j));
         return true;
       },
       UnitWeight{}, static_cast<double>(k));
-  row.each([&](int64_t j, float v) {
-    if (order_key(v) < boundary) row.remove(j);
-  });
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    if (order_key(row.value(j)) < boundary) row.remove(j);
+  }
 }
 
 __global__ void __launch_bounds__(kThreads) top_p_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
@@ -59,14 +59,16 @@ __global__ void __launch_bounds__(kThreads) top_p_kernel(LogitsView logits, cons
   // stay. Removed tokens weigh nothing and sit below every live key.
   const uint32_t boundary = radix_boundary<uint32_t>(
       row,
-      [&](float v, uint32_t* key) {
+      [&](int64_t j, uint32_t* key) {
+        const float v = row.value(j);
         *key = order_key(v);
         return v != -INFINITY;
       },
-      [&](float v) { return exp(static_cast<double>(v) - m); }, static_cast<double>(p) * z);
-  row.each([&](int64_t j, float v) {
+      [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, static_cast<double>(p) * z);
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
     if (v != -INFINITY && order_key(v) < boundary) row.remove(j);
-  });
+  }
 }
 
 __global__ void __launch_bounds__(kThreads) typical_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> ps) {
@@ -81,8 +83,9 @@ __global__ void __launch_bounds__(kThreads) typical_kernel(LogitsView logits, co
   const double log_z = log(z) + m;
   const double ent = entropy_of(st);
   // Deviations are >= 0, so their bit patterns order like the values.
-  auto deviation = [&](float v) {
-    return static_cast<unsigned long long>(__double_as_longlong(fabs(log_z - static_cast<double>(v) - ent)));
+  auto deviation = [&](int64_t j) {
+    return static_cast<unsigned long long>(
+        __double_as_longlong(fabs(log_z - static_cast<double>(row.value(j)) - ent)));
   };
   // Tokens stay while the mass strictly more typical than theirs is < p:
   // those with deviation <= B, B the smallest deviation with
@@ -91,22 +94,22 @@ __global__ void __launch_bounds__(kThreads) typical_kernel(LogitsView logits, co
   unsigned long long lo = 0;
   if (p <= 0) {  // only the most typical group stays
     unsigned long long k = ~0ull;
-    row.each([&](int64_t, float v) {
-      if (v != -INFINITY) k = min(k, deviation(v));
-    });
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      if (row.value(j) != -INFINITY) k = min(k, deviation(j));
+    }
     lo = row.reduce(k, MinOp{}, ~0ull);
   } else {
     lo = ~radix_boundary<unsigned long long>(
         row,
-        [&](float v, unsigned long long* key) {
-          *key = ~deviation(v);
-          return v != -INFINITY;
+        [&](int64_t j, unsigned long long* key) {
+          *key = ~deviation(j);
+          return row.value(j) != -INFINITY;
         },
-        [&](float v) { return exp(static_cast<double>(v) - m); }, static_cast<double>(p) * z);
+        [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, static_cast<double>(p) * z);
   }
-  row.each([&](int64_t j, float v) {
-    if (v != -INFINITY && deviation(v) > lo) row.remove(j);
-  });
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    if (row.value(j) != -INFINITY && deviation(j) > lo) row.remove(j);
+  }
 }
 
 __global__ void __launch_bounds__(kThreads) xtc_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<float>> thresholds) {
@@ -125,18 +128,20 @@ __global__ void __launch_bounds__(kThreads) xtc_kernel(LogitsView logits, const 
   auto above_cut = [&](float v) { return static_cast<double>(v) - m >= cut; };
   int64_t above = 0;
   float lowest = FLT_MAX;
-  row.each([&](int64_t, float v) {
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
     if (above_cut(v)) {
       ++above;
       lowest = fminf(lowest, v);
     }
-  });
+  }
   const int64_t total = row.reduce(above, SumOp{}, int64_t{0});
   lowest = row.reduce(lowest, MinOp{}, FLT_MAX);
   if (total < 2) return;
-  row.each([&](int64_t j, float v) {
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
     if (above_cut(v) && v > lowest) row.remove(j);
-  });
+  }
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(LogitsView logits, const __grid_constant__ Rows<SampleRow> rows, int32_t* chosen) {

@@ -20,11 +20,12 @@ __global__ void __launch_bounds__(kThreads) threshold_kernel(LogitsView logits, 
   if (p.kind == kQuadratic) {
     const float m = row.max();
     const float k = static_cast<float>(p.param), s = static_cast<float>(p.param2);
-    row.each([&](int64_t j, float v) {
-      if (v == -INFINITY) return;
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
+      if (v == -INFINITY) continue;
       const float d = __fsub_rn(v, m);
       row.set(j, __fadd_rn(__fsub_rn(m, __fmul_rn(__fmul_rn(k, d), d)), __fmul_rn(__fmul_rn(__fmul_rn(s, d), d), d)));
-    });
+    }
     return;
   }
   if (p.kind == kNsigma) {
@@ -32,9 +33,10 @@ __global__ void __launch_bounds__(kThreads) threshold_kernel(LogitsView logits, 
     if (st.n < 2) return;
     const float m = static_cast<float>(st.m);
     const double threshold = st.m - p.param * sqrt(st.m2 / (st.n - 1));
-    row.each([&](int64_t j, float v) {
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
       if (v != -INFINITY && v != m && static_cast<double>(v) < threshold) row.remove(j);
-    });
+    }
     return;
   }
   const SoftStats st = soft_stats(row);  // max, partition and entropy in one reduction
@@ -49,10 +51,11 @@ __global__ void __launch_bounds__(kThreads) threshold_kernel(LogitsView logits, 
   } else {  // kEta
     threshold = fmin(p.param, sqrt(p.param) * exp(-entropy_of(st)));
   }
-  row.each([&](int64_t j, float v) {
-    if (v == -INFINITY || v == m) return;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (v == -INFINITY || v == m) continue;
     if (exp(static_cast<double>(v) - m) / z < threshold) row.remove(j);
-  });
+  }
 }
 
 }  // namespace

@@ -125,26 +125,29 @@ engine_case() {  # label model shape cases extra-args...
     --plugins "$APH_PLUGIN_DIR" "${util[@]}" "$@" >> "$OUT/bench_engine.txt" 2>> "$OUT/bench_engine.log"
   record "engine $label" $? bench_engine.log
 }
-smol_model() {  # the random SmolLM2-135M in Q4_0, made once per machine
-  M=/tmp/aph-models
-  mkdir -p $M
-  [ -f $M/smol-bf16/config.json ] ||
-    python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $M/smol-bf16 >> "$OUT/bench_engine.log" 2>&1
-  [ -s $M/smol-q4_0.gguf ] ||
-    $BIN/aphrodite-quantize --type Q4_0 --pre smollm $M/smol-bf16 $M/smol-q4_0.gguf >> "$OUT/bench_engine.log" 2>&1
+SMOL=/tmp/aph-models/smol-q4_0.gguf
+smol_model() {  # the random SmolLM2-135M in Q4_0 at $SMOL, made once per machine
+  local bf16=/tmp/aph-models/smol-bf16
+  mkdir -p "$(dirname $SMOL)"
+  [ -f $bf16/config.json ] ||
+    python3 bench/engine/make_model.py --shape smollm2-135m --dtype bf16 --out $bf16 >> "$OUT/bench_engine.log" 2>&1
+  [ -s $SMOL ] || $BIN/aphrodite-quantize --type Q4_0 --pre smollm $bf16 $SMOL >> "$OUT/bench_engine.log" 2>&1
+}
+smol_ab() {  # the 135M decode512 again under each AB_ENV setting
+  for ab in ${AB_ENV:-}; do export "$ab"; engine_case "smol-q4_0-$ab" $SMOL smollm2-135m decode512; unset "${ab%%=*}"; done
 }
 if want smol; then
   step "engine: random 135M Q4_0 decode512"
   smol_model
-  engine_case smol-q4_0 $M/smol-q4_0.gguf smollm2-135m decode512
-  for ab in ${AB_ENV:-}; do export "$ab"; engine_case "smol-q4_0-$ab" $M/smol-q4_0.gguf smollm2-135m decode512; unset "${ab%%=*}"; done
+  engine_case smol-q4_0 $SMOL smollm2-135m decode512
+  smol_ab
 fi
 if want engine; then
   step "engine: random-weight models"
   smol_model
-  engine_case smol-q4_0 $M/smol-q4_0.gguf smollm2-135m decode512,batch64
-  APH_PDL=0 engine_case smol-q4_0-nopdl $M/smol-q4_0.gguf smollm2-135m decode512
-  for ab in ${AB_ENV:-}; do export "$ab"; engine_case "smol-q4_0-$ab" $M/smol-q4_0.gguf smollm2-135m decode512; unset "${ab%%=*}"; done
+  engine_case smol-q4_0 $SMOL smollm2-135m decode512,batch64
+  APH_PDL=0 engine_case smol-q4_0-nopdl $SMOL smollm2-135m decode512
+  smol_ab
   [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
     python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 >> "$OUT/bench_engine.log" 2>&1
   engine_case 8b-bf16 $CACHE/llama3-8b-bf16 llama3-8b decode512,ctx8k
@@ -155,7 +158,7 @@ if want phases; then
   # core/engine/step_phases.hpp): the host work the device waits through.
   step "step phases (135M Q4_0 decode512)"
   smol_model
-  APH_STEP_PHASES=1 engine_case smol-q4_0-phases $M/smol-q4_0.gguf smollm2-135m decode512 --log-level info
+  APH_STEP_PHASES=1 engine_case smol-q4_0-phases $SMOL smollm2-135m decode512 --log-level info
   grep -h "step phases" "$OUT/bench_engine.log" | tail -3 | tee "$OUT/phases.txt"
 fi
 if want realmodel; then

@@ -54,7 +54,8 @@ TEST(StepPhases, CountsKeptStepsOnlyAndSkipsIdleTime) {
   EXPECT_NE(s.find("over 2 decode steps"), std::string::npos) << s;
   const double forward = mean_us(s, "forward");
   EXPECT_GE(forward, 19000.0) << s;
-  EXPECT_LT(forward, 150000.0) << "the dropped step's 200 ms counted: " << s;
+  // Had the dropped step's 200 ms counted, the mean would be about 120 ms.
+  EXPECT_LT(forward, 90000.0) << "the dropped step's 200 ms counted: " << s;
   // The next kept step's loop phase starts at restart(), not before the idle wait.
   p.mark(StepPhases::kLoop);
   {
@@ -62,7 +63,8 @@ TEST(StepPhases, CountsKeptStepsOnlyAndSkipsIdleTime) {
     scope.keep = true;
     p.mark(StepPhases::kForward);
   }
-  EXPECT_LT(mean_us(p.summary(), "loop"), 60000.0) << p.summary();
+  // With the 200 ms idle wait in it, the mean over the 3 steps would be about 67 ms.
+  EXPECT_LT(mean_us(p.summary(), "loop"), 30000.0) << p.summary();
 }
 
 }  // namespace

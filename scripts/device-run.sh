@@ -16,6 +16,8 @@
 #   attention  aph_bench_attention
 #   engine     aph_bench_engine: random 135M Q4_0, 8B bf16 (APH_PDL on/off)
 #   smol       the random 135M Q4_0 decode512 alone (and under each AB_ENV)
+#   priceab    the every-stage price of the sampler plugin as carried and
+#              patched with each of PRICE_PATCHES in turn, interleaved runs
 #   price      bench/samplers/price_chain.sh on the 8B Q4_K_M (bench/run.sh's cache)
 #   q4km       the 8B Q4_K_M alone (bench/run.sh's cache): engine decode512,
 #              ctx8k and batch64, then price_chain.sh's greedy / default
@@ -184,18 +186,20 @@ if want realmodel; then
     summary+=("SKIP realmodel ($REAL absent)")
   fi
 fi
+Q4KM=$CACHE/llama3-8b-Q4_K_M.gguf
+q4km_model() {  # the random 8B in Q4_K_M at $Q4KM, made once per machine
+  [ -s "$Q4KM" ] && return
+  [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
+    timeout 300 python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 \
+      >> "$OUT/q4km.log" 2>&1
+  step "quantizing"
+  timeout 400 $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $CACHE/llama3-8b-bf16 $CACHE/q4km.partial.gguf \
+    >> "$OUT/q4km.log" 2>&1 && mv $CACHE/q4km.partial.gguf "$Q4KM"
+  record "Q4_K_M model" $? q4km.log
+}
 if want q4km; then
   step "8B Q4_K_M"
-  Q4KM=$CACHE/llama3-8b-Q4_K_M.gguf
-  if [ ! -s "$Q4KM" ]; then
-    [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
-      timeout 300 python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 \
-        >> "$OUT/q4km.log" 2>&1
-    step "quantizing"
-    timeout 400 $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $CACHE/llama3-8b-bf16 $CACHE/q4km.partial.gguf \
-      >> "$OUT/q4km.log" 2>&1 && mv $CACHE/q4km.partial.gguf "$Q4KM"
-    record "Q4_K_M model" $? q4km.log
-  fi
+  q4km_model
   if [ -s "$Q4KM" ]; then
     engine_case 8b-q4km "$Q4KM" llama3-8b decode512,ctx8k,batch64
     # AB_CASES: the cases run under each AB_ENV setting (default decode512).
@@ -208,6 +212,29 @@ if want q4km; then
       record price_chain $? price_chain.txt
     fi
   fi
+fi
+if want priceab; then
+  # The every-stage price of the sampler plugin as carried (v0) and with each
+  # of PRICE_PATCHES applied on top of the ones before (v1, v2, ...), runs
+  # interleaved over AB_ROUNDS rounds (bench/samplers/price_ab.sh). The tree
+  # stays patched: run other steps first.
+  step "sampler price A/B (8B Q4_K_M)"
+  q4km_model
+  rm -rf /tmp/aph-ab && mkdir -p /tmp/aph-ab && cp -r build-device/plugins /tmp/aph-ab/v0
+  dirs=(/tmp/aph-ab/v0)
+  for p in ${PRICE_PATCHES:-}; do
+    v=/tmp/aph-ab/v${#dirs[@]}
+    if patch -p1 --forward < "$p" >> "$OUT/price_ab.log" 2>&1 &&
+       bash scripts/device-build.sh --target aph_samplers >> "$OUT/price_ab.log" 2>&1; then
+      cp -r build-device/plugins $v && dirs+=($v)
+      echo "$v: $p" >> "$OUT/price_ab.txt"
+    else
+      record "price A/B: $p" 1 price_ab.log
+      break
+    fi
+  done
+  timeout 500 bash bench/samplers/price_ab.sh "$Q4KM" "${AB_ROUNDS:-3}" "${dirs[@]}" >> "$OUT/price_ab.txt" 2>&1
+  record "price A/B" $? price_ab.txt
 fi
 if want profile; then
   P=/tmp/aph-profile
@@ -267,7 +294,7 @@ if want bench; then
 fi
 
 step "done"
-for f in phases bench_attention bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run kernels_decode512 kernels_batch64; do
+for f in phases price_ab bench_attention bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run kernels_decode512 kernels_batch64; do
   [ -s "$OUT/$f.txt" ] && { echo "==== $f"; head -40 "$OUT/$f.txt"; }
 done
 echo "==== summary"; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"

@@ -233,7 +233,7 @@ if want priceab; then
       break
     fi
   done
-  timeout 500 bash bench/samplers/price_ab.sh "$Q4KM" "${AB_ROUNDS:-3}" "${dirs[@]}" >> "$OUT/price_ab.txt" 2>&1
+  AB_LOG=$OUT/price_ab.log timeout 500 bash bench/samplers/price_ab.sh "$Q4KM" "${AB_ROUNDS:-3}" "${dirs[@]}" >> "$OUT/price_ab.txt" 2>&1
   record "price A/B" $? price_ab.txt
 fi
 if want profile; then

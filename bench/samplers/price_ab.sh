@@ -9,6 +9,7 @@
 # slow run) falls on every build alike. Why: one run of each build, one
 # after the other, put a change that made each stage faster alone at -8.0 %
 # against -7.1 % without it, a gap the size of the runs' spread.
+# The runs' stderr goes to $AB_LOG (default: dropped).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${APH_BIN_DIR:-build-device/bin}
@@ -18,7 +19,7 @@ dirs=("$@")
 source bench/samplers/chains.sh  # EVERY_STAGE
 run() {  # plugin-dir sampling-json
   "$BIN/aph_bench_engine" --model "$MODEL" --label ab --cases decode512 --plugins "$1" \
-    --sampling "$2" | awk -F'\t' '$1=="RESULT"{print $4}' || echo 0
+    --sampling "$2" 2>> "${AB_LOG:-/dev/null}" | awk -F'\t' '$1=="RESULT"{print $4}' || echo 0
 }
 results=()  # "dir-index tok/s", greedy as index -1
 for ((r = 0; r < ROUNDS; ++r)); do

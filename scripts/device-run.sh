@@ -16,8 +16,9 @@
 #   attention  aph_bench_attention
 #   engine     aph_bench_engine: random 135M Q4_0, 8B bf16 (APH_PDL on/off)
 #   smol       the random 135M Q4_0 decode512 alone (and under each AB_ENV)
-#   priceab    the every-stage price of the sampler plugin as carried and
-#              patched with each of PRICE_PATCHES in turn, interleaved runs
+#   priceab    the every-stage price of the sampler plugin as carried, under
+#              each of PRICE_ENVS, and patched with each of PRICE_PATCHES
+#              alone: interleaved runs
 #   price      bench/samplers/price_chain.sh on the 8B Q4_K_M (bench/run.sh's cache)
 #   q4km       the 8B Q4_K_M alone (bench/run.sh's cache): engine decode512,
 #              ctx8k and batch64, then price_chain.sh's greedy / default
@@ -214,26 +215,30 @@ if want q4km; then
   fi
 fi
 if want priceab; then
-  # The every-stage price of the sampler plugin as carried (v0) and with each
-  # of PRICE_PATCHES applied on top of the ones before (v1, v2, ...), runs
-  # interleaved over AB_ROUNDS rounds (bench/samplers/price_ab.sh). The tree
-  # stays patched: run other steps first.
+  # The every-stage price of the sampler plugin as carried (v0), under each
+  # of PRICE_ENVS ("VAR=value ..."), and with each of PRICE_PATCHES applied
+  # alone (v1, v2, ...), runs interleaved over AB_ROUNDS rounds
+  # (bench/samplers/price_ab.sh).
   step "sampler price A/B (8B Q4_K_M)"
   q4km_model
   rm -rf /tmp/aph-ab && mkdir -p /tmp/aph-ab && cp -r build-device/plugins /tmp/aph-ab/v0
-  dirs=(/tmp/aph-ab/v0)
+  builds=(/tmp/aph-ab/v0)
+  for e in ${PRICE_ENVS:-}; do builds+=("/tmp/aph-ab/v0@$e"); done
+  n=0
   for p in ${PRICE_PATCHES:-}; do
-    v=/tmp/aph-ab/v${#dirs[@]}
+    v=/tmp/aph-ab/v$((++n))
     if patch -p1 --forward < "$p" >> "$OUT/price_ab.log" 2>&1 &&
        bash scripts/device-build.sh --target aph_samplers >> "$OUT/price_ab.log" 2>&1; then
-      cp -r build-device/plugins $v && dirs+=($v)
+      cp -r build-device/plugins $v && builds+=($v)
       echo "$v: $p" >> "$OUT/price_ab.txt"
     else
       record "price A/B: $p" 1 price_ab.log
-      break
     fi
+    patch -p1 -R < "$p" >> "$OUT/price_ab.log" 2>&1
   done
-  AB_LOG=$OUT/price_ab.log timeout 500 bash bench/samplers/price_ab.sh "$Q4KM" "${AB_ROUNDS:-3}" "${dirs[@]}" >> "$OUT/price_ab.txt" 2>&1
+  bash scripts/device-build.sh --target aph_samplers >> "$OUT/price_ab.log" 2>&1  # the tree as carried again
+  AB_LOG=$OUT/price_ab.log timeout 500 bash bench/samplers/price_ab.sh "$Q4KM" "${AB_ROUNDS:-3}" "${builds[@]}" \
+    >> "$OUT/price_ab.txt" 2>&1
   record "price A/B" $? price_ab.txt
 fi
 if want profile; then

@@ -2,8 +2,10 @@
 # The every-stage price (price_chain.sh) of several builds of the sampler
 # plugin on ONE GPU machine, their runs interleaved:
 #
-#   bash bench/samplers/price_ab.sh MODEL ROUNDS PLUGIN_DIR [PLUGIN_DIR ...]
+#   bash bench/samplers/price_ab.sh MODEL ROUNDS BUILD [BUILD ...]
 #
+# BUILD: a plugin dir, or DIR@VAR=value to run it with that setting (e.g.
+# APH_ROW_BLOCKS=8).
 # Each round runs greedy (with the first dir) and every stage with each dir,
 # the dirs in a rotated order, so a drift of the machine (clocks, a first
 # slow run) falls on every build alike. Why: one run of each build, one
@@ -17,8 +19,10 @@ MODEL=$1 ROUNDS=$2
 shift 2
 dirs=("$@")
 source bench/samplers/chains.sh  # EVERY_STAGE
-run() {  # plugin-dir sampling-json
-  "$BIN/aph_bench_engine" --model "$MODEL" --label ab --cases decode512 --plugins "$1" \
+run() {  # build sampling-json
+  local dir=${1%%@*} env=()
+  [[ $1 == *@* ]] && env=("${1#*@}")
+  env "${env[@]}" "$BIN/aph_bench_engine" --model "$MODEL" --label ab --cases decode512 --plugins "$dir" \
     --sampling "$2" 2>> "${AB_LOG:-/dev/null}" | awk -F'\t' '$1=="RESULT"{print $4}' || echo 0
 }
 results=()  # "dir-index tok/s", greedy as index -1

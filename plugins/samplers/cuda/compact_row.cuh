@@ -1,8 +1,8 @@
 // Sort keys of the sorted-row stages, and a compacted row (at most
-// kCompactCap live tokens, gathered by compact_rows in any order) sorted in
-// shared memory by one block. Keys are (~order code of the value) << 32 | id,
-// so ascending keys are the CPU's order whatever order they were gathered in:
-// values descending, ties by ascending id, -0.0 coded as +0.0.
+// kCompactCap live tokens, gathered in any order) sorted in shared memory by
+// one block. Keys are (~order code of the value) << 32 | id, so ascending
+// keys are the CPU's order whatever order they were gathered in: values
+// descending, ties by ascending id, -0.0 coded as +0.0.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -40,31 +40,14 @@ union CompactSmem {
   } row;
 };
 
-// Slot r's bookkeeping for the full sort, then its compacted row sorted into
-// s.row. Returns the live count (block-uniform), or -1 when the row has more
-// than kCompactCap live tokens: it is marked full and left alone. A row that
-// is not `wanted` is neither sorted nor marked (returns 0). Every thread of
-// the block (kThreads of them) must call it.
-__device__ inline int64_t take_compact_row(const CompactRows& c, int32_t r, bool wanted,
-                                           CompactSmem& s) {
-  __shared__ int32_t s_count;
-  if (threadIdx.x == 0) {
-    const int32_t count = c.counts[r];
-    c.counts[r] = 0;  // zero again for the next stage
-    const bool full = wanted && count > kCompactCap;
-    c.full[r] = full ? 1 : 0;
-    s_count = wanted ? count : 0;
-  }
-  __syncthreads();
-  const int32_t count = s_count;
-  if (count > kCompactCap) return -1;
-  if (count == 0) return 0;
-
+// Sorts s.keys[0, count) (count <= kCompactCap, block-uniform) and decodes
+// them into s.row. Every thread of the block (kThreads of them) must call it.
+__device__ inline void sort_compacted(CompactSmem& s, int32_t count) {
+  if (count == 0) return;
   // Bitonic sort of the keys padded to a power of two with keys past any real one.
   int32_t padded = 1;
   while (padded < count) padded <<= 1;
-  const uint64_t* in = c.keys + static_cast<int64_t>(r) * kCompactCap;
-  for (int32_t j = threadIdx.x; j < padded; j += blockDim.x) s.keys[j] = j < count ? in[j] : ~uint64_t{0};
+  for (int32_t j = count + threadIdx.x; j < padded; j += blockDim.x) s.keys[j] = ~uint64_t{0};
   __syncthreads();
   for (int32_t k = 2; k <= padded; k <<= 1) {
     for (int32_t j = k >> 1; j > 0; j >>= 1) {
@@ -95,7 +78,6 @@ __device__ inline int64_t take_compact_row(const CompactRows& c, int32_t r, bool
     }
   }
   __syncthreads();
-  return count;
 }
 
 }  // namespace aph::samplers::cuda

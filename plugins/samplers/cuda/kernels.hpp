@@ -123,61 +123,34 @@ std::string launch_sample(LogitsView logits, int32_t n, const Rows<SampleRow>& r
 
 // ---- stages over sorted rows (tail-free, skew, mirostat) --------------------
 //
-// Two paths, chosen per row on the device. compact_rows gathers each row's
-// live (not -inf) logits; a row with at most kCompactCap of them is sorted
-// in shared memory by the stage's compact kernel, which marks the others
-// `full`. sort_full_rows then sorts only the marked rows whole (each on a
-// cluster; the others cost it a flag read) for the stage's full kernel. Both
-// orders are the CPU's std::stable_sort: descending value, ties by ascending
-// id, -0.0 equal to +0.0.
+// One kernel per stage, a row per cluster (sorted_row.cuh): a row with at
+// most kCompactCap live tokens is sorted in shared memory, a longer one
+// whole, in device scratch, by the row's cluster. Both orders are the CPU's
+// std::stable_sort: descending value, ties by ascending id, -0.0 equal to
+// +0.0.
 
 constexpr int32_t kCompactCap = 4096;
 
-// Device scratch of a chunk of active rows (slot r = active row first + r).
-struct CompactRows {
-  uint64_t* keys;   // slot r: kCompactCap (value code, id) keys, unordered
-  int32_t* counts;  // live tokens of slot r; back to 0 after the compact kernel
-  int32_t* full;    // 1: slot r has more than kCompactCap live tokens
-};
-
-// Slot r of a chunk sorted by sort_full_rows: logits[r * vocab, (r+1) * vocab)
-// with the token ids alongside, valid only where full[r].
-struct SortedRows {
-  const float* logits;
-  const int32_t* ids;
-  const int32_t* full;
-};
-
-// Device scratch bytes that compact_rows and sort_full_rows need for `n`
-// rows (counts apart: compact_rows_counts_bytes, a buffer that starts zeroed).
-size_t sort_rows_scratch(int32_t n, int64_t vocab);
-inline size_t compact_rows_counts_bytes(int32_t n) { return static_cast<size_t>(n) * sizeof(int32_t); }
 // Whether a row of `vocab` tokens can need the full sort at all.
 inline bool full_sort_possible(int64_t vocab) { return vocab > kCompactCap; }
 
-// Carves `scratch` (sort_rows_scratch(n, vocab) bytes) into *rows and gathers
-// the live logits of the batch rows row_index[0, n).
-using RowIndex = Rows<int32_t>;
-std::string compact_rows(LogitsView logits, int32_t n, const RowIndex& row_index, void* scratch,
-                         size_t scratch_bytes, int32_t* counts, CompactRows* rows, void* stream);
+// The full sort's device scratch for a chunk of rows: slot r of each array
+// at r * vocab, two of each for the radix passes. All null when no row of
+// that vocabulary can need it.
+struct FullSortScratch {
+  uint32_t* keys[2];
+  int32_t* ids[2];
+};
+size_t full_sort_scratch_bytes(int32_t n, int64_t vocab);
+FullSortScratch carve_full_sort(void* base, int32_t n, int64_t vocab);
 
-// Sorts the rows a compact kernel marked full (same scratch); *sorted points
-// into it on return.
-std::string sort_full_rows(LogitsView logits, int32_t n, const RowIndex& row_index, void* scratch,
-                           size_t scratch_bytes, const CompactRows& rows, SortedRows* sorted, void* stream);
-
-// Tail-free sampling with z < 1 (slot r of a chunk is z[r].row): the compact
-// kernel does the rows that fit, the full kernel the rows marked full.
-std::string launch_tail_free_compact(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z,
-                                     CompactRows rows, void* stream);
-std::string launch_tail_free(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z, SortedRows sorted,
+// Tail-free sampling with z < 1; slot r of a chunk is row z[r].row.
+std::string launch_tail_free(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z, FullSortScratch full,
                              void* stream);
 
 // Skew: rewrites every live logit as the log of the difference of the
 // powered sorted running sum, exponent = exp(skew).
-std::string launch_skew_compact(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent,
-                                CompactRows rows, void* stream);
-std::string launch_skew(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent, SortedRows sorted,
+std::string launch_skew(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent, FullSortScratch full,
                         void* stream);
 
 struct MirostatRow {
@@ -191,9 +164,7 @@ struct MirostatRow {
 
 // Mirostat v1 / v2: truncates, draws, writes chosen[row] and the updated mu,
 // for rows whose chosen is still -1 (others keep their mu).
-std::string launch_mirostat_compact(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows,
-                                    CompactRows compact, int32_t* chosen, void* stream);
-std::string launch_mirostat(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows, SortedRows sorted,
+std::string launch_mirostat(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows, FullSortScratch full,
                             int32_t* chosen, void* stream);
 
 }  // namespace aph::samplers::cuda

@@ -1,11 +1,11 @@
-// Mirostat v1 / v2 on sorted rows (one block per row), with
+// Mirostat v1 / v2 on sorted rows (block 0 of the row's cluster), with
 // MirostatStage::apply_cpu's steps: keep a prefix of the sorted order (v1:
 // mirostat_v1_keep from the top 100; v2: up to the first token whose surprise
 // exceeds mu), draw among the kept tokens with the CPU's Gumbel noise keyed
 // by (seed, step, kRngMirostat), then move mu by the chosen token's surprise
 // under the truncated distribution (mirostat_next_mu). mu lives in device
 // memory, one float per request and seed, so it never visits the host.
-#include "plugins/samplers/cuda/compact_row.cuh"
+#include "plugins/samplers/cuda/sorted_row.cuh"
 #include "plugins/samplers/cuda/sorted_scan.cuh"
 #include "plugins/samplers/rng.hpp"
 #include "plugins/samplers/sorted_math.hpp"
@@ -87,52 +87,29 @@ __device__ RowStart row_start(const MirostatRow& p, const int32_t* chosen) {
 
 // Decided rows are not sorted; their mu is still written, so a fresh slot
 // holds 2 tau from now on (the CPU creates no state then, which starts at the
-// same 2 tau later).
-__global__ void __launch_bounds__(kThreads) mirostat_compact_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows,
-                                        CompactRows compact,
-                                        int32_t* chosen) {
+// same 2 tau later). A row per cluster, blockIdx.y its slot.
+__global__ void __launch_bounds__(kThreads) mirostat_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows,
+                                                            FullSortScratch full, int32_t* chosen) {
   dependent_start();
-  __shared__ CompactSmem s;
-  const MirostatRow p = rows[blockIdx.x];
-  const RowStart start = row_start(p, chosen);
-  const int64_t live = take_compact_row(compact, blockIdx.x, !start.decided, s);
-  if (live < 0) return;  // the full kernel's, mu included
-  float mu = start.mu;
-  if (!start.decided) {
-    mu = mirostat_row(p, mu, logits.data + static_cast<int64_t>(p.row) * logits.stride, s.row.x, s.row.id, live,
-                      logits.vocab, chosen);
+  __shared__ SortedRowSmem s;
+  const MirostatRow p = rows[blockIdx.y];
+  const RowStart start = row_start(p, chosen);  // the same in every block of the cluster
+  if (start.decided) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) *p.mu = start.mu;
+    return;
   }
-  if (threadIdx.x == 0) *p.mu = mu;
-}
-
-// The rows marked full are never decided ones (see above).
-__global__ void __launch_bounds__(kThreads) mirostat_kernel(LogitsView logits, const __grid_constant__ Rows<MirostatRow> rows, SortedRows sorted,
-                                int32_t* chosen) {
-  dependent_start();
-  if (!sorted.full[blockIdx.x]) return;  // done by the compact kernel
-  const MirostatRow p = rows[blockIdx.x];
-  const int64_t vocab = logits.vocab;
-  const float* sx = sorted.logits + static_cast<int64_t>(blockIdx.x) * vocab;
-  const float mu = mirostat_row(p, row_start(p, chosen).mu, logits.data + static_cast<int64_t>(p.row) * logits.stride,
-                                sx, sorted.ids + static_cast<int64_t>(blockIdx.x) * vocab, sorted_live(sx, vocab),
-                                vocab, chosen);
-  if (threadIdx.x == 0) *p.mu = mu;
+  float* x = logits.data + static_cast<int64_t>(p.row) * logits.stride;
+  sort_row_then(logits, p.row, blockIdx.y, full, s, [&](const float* sx, const int32_t* sid, int64_t live) {
+    const float mu = mirostat_row(p, start.mu, x, sx, sid, live, logits.vocab, chosen);
+    if (threadIdx.x == 0) *p.mu = mu;
+  });
 }
 
 }  // namespace
 
-std::string launch_mirostat_compact(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows,
-                                    CompactRows compact, int32_t* chosen, void* stream) {
-  if (n == 0) return "";
-  return launch_chained("mirostat_compact_kernel", mirostat_compact_kernel, dim3(n), dim3(kThreads), stream, logits,
-                        rows, compact, chosen);
-}
-
-std::string launch_mirostat(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows, SortedRows sorted,
+std::string launch_mirostat(LogitsView logits, int32_t n, const Rows<MirostatRow>& rows, FullSortScratch full,
                             int32_t* chosen, void* stream) {
-  if (n == 0) return "";
-  return launch_chained("mirostat_kernel", mirostat_kernel, dim3(n), dim3(kThreads), stream, logits, rows, sorted,
-                        chosen);
+  return launch_split(mirostat_kernel, n, stream, "mirostat_kernel", logits, rows, full, chosen);
 }
 
 }  // namespace aph::samplers::cuda

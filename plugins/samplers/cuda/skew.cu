@@ -1,4 +1,4 @@
-// Skew on sorted rows (one block per row), with
+// Skew on sorted rows (block 0 of the row's cluster), with
 // SkewStage::apply_cpu's definition: walking the sorted probabilities with
 // their running sum C (clamped at 1), each live token's new log-probability
 // is log(C^e - C_before^e), from skew_log_prob like the CPU's. Tied tokens get
@@ -44,14 +44,9 @@ struct Skew {
 
 }  // namespace
 
-std::string launch_skew_compact(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent, CompactRows rows,
-                       void* stream) {
-  return launch_sorted_compact<Skew>(logits, n, exponent, rows, stream, "skew_compact_kernel");
-}
-
-std::string launch_skew(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent, SortedRows sorted,
-                       void* stream) {
-  return launch_sorted_full<Skew>(logits, n, exponent, sorted, stream, "skew_kernel");
+std::string launch_skew(LogitsView logits, int32_t n, const Rows<Indexed<double>>& exponent, FullSortScratch full,
+                        void* stream) {
+  return launch_sorted_stage<Skew>(logits, n, exponent, full, stream, "skew_kernel");
 }
 
 }  // namespace aph::samplers::cuda

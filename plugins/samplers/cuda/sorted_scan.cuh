@@ -1,6 +1,6 @@
 // What the kernels over sorted rows (tail-free, skew, mirostat) share: the
 // probability of a sorted position, and a block-wide prefix sum for walking
-// a row in sorted order, tile by tile. One block per row; every thread of the
+// a row in sorted order, tile by tile. One block walks a row; every thread of the
 // block must call the block-wide functions (blockDim.x a multiple of 32).
 #pragma once
 
@@ -55,13 +55,6 @@ __device__ inline double block_exclusive_sum(double v, double* total) {
   *total = block_total;
   __syncthreads();  // the next call rewrites warp_sums
   return out;
-}
-
-// The number of live (finite or +inf) logits of a sorted row: -inf sorts last.
-__device__ inline int64_t sorted_live(const float* x, int64_t vocab) {
-  long long live = 0;
-  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x) live += x[j] != -INFINITY;
-  return block_reduce(live, SumOp{}, 0ll);
 }
 
 // The softmax partition of a sorted row's first `live` logits, m = x[0].

@@ -1,4 +1,4 @@
-// Tail-free sampling on sorted rows (one block per row), with
+// Tail-free sampling on sorted rows (block 0 of the row's cluster), with
 // TfsStage::apply_cpu's definition: the curvatures d_i = |p_i - 2 p_i+1 +
 // p_i+2| of the sorted probabilities, normalized by their sum, accumulate
 // from the top; once the running sum passes z at d_q, sorted positions q+1
@@ -74,14 +74,9 @@ struct TailFree {
 
 }  // namespace
 
-std::string launch_tail_free_compact(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z, CompactRows rows,
-                       void* stream) {
-  return launch_sorted_compact<TailFree>(logits, n, z, rows, stream, "tail_free_compact_kernel");
-}
-
-std::string launch_tail_free(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z, SortedRows sorted,
-                       void* stream) {
-  return launch_sorted_full<TailFree>(logits, n, z, sorted, stream, "tail_free_kernel");
+std::string launch_tail_free(LogitsView logits, int32_t n, const Rows<Indexed<float>>& z, FullSortScratch full,
+                             void* stream) {
+  return launch_sorted_stage<TailFree>(logits, n, z, full, stream, "tail_free_kernel");
 }
 
 }  // namespace aph::samplers::cuda

@@ -153,14 +153,12 @@ void SampleStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_st
 
 void MirostatStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
   const std::shared_ptr<DeviceFloatPool> pool = st.float_pool();
-  std::vector<int32_t> index;
   std::vector<cuda::MirostatRow> rows;
   std::vector<DeviceMu::Slot*> slots;
   for (uint32_t i = 0; i < b.n_rows; ++i) {
     auto* p = static_cast<Params*>(b.rows[i].params);
     if (p == nullptr) continue;
     DeviceMu::Slot& slot = p->device_mu.slot(pool, b.logits.device, b.rows[i].seed);
-    index.push_back(static_cast<int32_t>(i));
     rows.push_back({static_cast<int32_t>(i), p->mode, p->tau, p->eta, slot.mu, slot.fresh ? 1 : 0, b.rows[i].seed,
                     b.rows[i].step});
     slots.push_back(&slot);
@@ -169,16 +167,10 @@ void MirostatStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_
   const auto table = row_table(st, "mirostat.rows", rows, b, s);
   const auto n = static_cast<int32_t>(rows.size());
   auto* chosen = static_cast<int32_t*>(b.chosen.data);
-  const cuda::LogitsView logits = logits_view(b);
-  for_sorted_chunks(st, info.name, b, index, s,
-                    {[&](int32_t first, int32_t count, const cuda::CompactRows& compact) {
-                       return cuda::launch_mirostat_compact(logits, count, cuda::rows_from(table, first, n), compact,
-                                                            chosen, s);
-                     },
-                     [&](int32_t first, int32_t count, const cuda::SortedRows& sorted) {
-                       return cuda::launch_mirostat(logits, count, cuda::rows_from(table, first, n), sorted, chosen,
-                                                    s);
-                     }});
+  const cuda::LogitsView logits = live_logits_view(st, b, s);  // listed rows are read at their lists
+  for_sorted_chunks(st, info.name, b, n, s, [&](int32_t first, int32_t count, const cuda::FullSortScratch& full) {
+    return cuda::launch_mirostat(logits, count, cuda::rows_from(table, first, n), full, chosen, s);
+  });
   // The kernels are queued and will write every slot, decided row or not.
   for (DeviceMu::Slot* slot : slots) slot->fresh = false;
 }

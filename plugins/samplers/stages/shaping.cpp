@@ -143,7 +143,7 @@ void XtcStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_strea
 
 void SkewStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
   for_sorted_rows<Params, double>(st, info.name, b, s, [](const Params& p) { return p.exponent; },
-                                  cuda::launch_skew_compact, cuda::launch_skew);
+                                  cuda::launch_skew);
 }
 
 }  // namespace aph::samplers

@@ -347,7 +347,7 @@ void EpsilonCutoffStage::apply_cuda(PluginState& st, const aph_sampler_batch& b,
 
 void TfsStage::apply_cuda(PluginState& st, const aph_sampler_batch& b, aph_stream s) {
   for_sorted_rows<Params, float>(st, info.name, b, s, [](const Params& p) { return p.z; },
-                                 cuda::launch_tail_free_compact, cuda::launch_tail_free);
+                                 cuda::launch_tail_free);
 }
 
 }  // namespace aph::samplers

@@ -90,7 +90,10 @@ struct UnitWeight {
 template <typename Key, typename KeyOf, typename Weight>
 __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, double target) {
   using namespace radix_detail;
-  __shared__ double hist[kWarps][kBins];
+  constexpr bool kUnit = std::is_same_v<Weight, UnitWeight>;
+  // Unit weights need no per-warp sums: only row 0 (the pooled histogram)
+  // is used, and top-k's kernel has other uses for the 30 KiB.
+  __shared__ double hist[kUnit ? 1 : kWarps][kBins];
   __shared__ double total[kBins];
   __shared__ int32_t count[kBins];
   __shared__ int32_t total_count[kBins];
@@ -99,7 +102,6 @@ __device__ Key radix_boundary(const RowView& row, KeyOf key_of, Weight weight, d
   __shared__ bool s_alone;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr int kBits = 8 * static_cast<int>(sizeof(Key));
-  constexpr bool kUnit = std::is_same_v<Weight, UnitWeight>;
   Key prefix = 0;
   double above = 0;  // weight of the keys above the current prefix's range
   for (int shift = kBits - 8; shift >= 0; shift -= 8) {

@@ -8,6 +8,7 @@
 #include "plugins/samplers/cuda/row_stats.cuh"
 #include "plugins/samplers/cuda/row_split.cuh"
 #include "plugins/samplers/cuda/row_view.cuh"
+#include "plugins/samplers/cuda/top_k_blocks.cuh"
 #include "plugins/samplers/rng.hpp"
 
 namespace aph::samplers::cuda {
@@ -25,6 +26,14 @@ __device__ uint32_t order_key(float f) {
 __global__ void __launch_bounds__(kThreads) top_k_kernel(LogitsView logits, const __grid_constant__ Rows<Indexed<int32_t>> ks) {
   dependent_start();
   if (ks[blockIdx.y].value >= logits.vocab) return;
+  {
+    const Indexed<int32_t> p = ks[blockIdx.y];
+    __shared__ TopKSmem s;
+    if (gridDim.x > 1 && p.value <= kBlockTopKMax && listed_row(logits, p.row) == nullptr &&
+        top_k_by_blocks(logits, p.row, p.value, order_key, s)) {
+      return;
+    }
+  }
   int32_t k = 0;
   bool leave = false;
   const RowView row = open_indexed_row(logits, ks, &k, &leave);

@@ -40,10 +40,33 @@ union CompactSmem {
   } row;
 };
 
+// Rows this short are sorted by rank: each key's place is the number of
+// keys below it (keys are distinct: the id is in them). That is two block
+// barriers where the bitonic sort takes one per stage (28 for 128 keys, the
+// usual row after top-k); each thread's scan of the keys is a shared memory
+// broadcast per key.
+constexpr int32_t kRankSortMax = 256;
+
 // Sorts s.keys[0, count) (count <= kCompactCap, block-uniform) and decodes
 // them into s.row. Every thread of the block (kThreads of them) must call it.
 __device__ inline void sort_compacted(CompactSmem& s, int32_t count) {
   if (count == 0) return;
+  if (count <= kRankSortMax) {
+    __syncthreads();  // the keys are in place
+    const int32_t t = threadIdx.x;
+    const uint64_t mine = t < count ? s.keys[t] : 0;
+    int32_t rank = 0;
+    if (t < count) {
+      for (int32_t i = 0; i < count; ++i) rank += s.keys[i] < mine ? 1 : 0;
+    }
+    __syncthreads();  // every key is read before s.row overwrites them
+    if (t < count) {
+      s.row.x[rank] = from_code(~static_cast<uint32_t>(mine >> 32));
+      s.row.id[rank] = static_cast<int32_t>(static_cast<uint32_t>(mine));
+    }
+    __syncthreads();
+    return;
+  }
   // Bitonic sort of the keys padded to a power of two with keys past any real one.
   int32_t padded = 1;
   while (padded < count) padded <<= 1;

@@ -104,7 +104,9 @@ __device__ inline void gather_listed(const float* x, const LiveList* list, Spars
 }
 
 // Every block of the row's cluster calls it first (after dependent_start,
-// which also waits for the kernel that wrote the row's live list).
+// which also waits for the kernel that wrote the row's live list). On a
+// dense view the caller must pass a cluster barrier (any reduction over the
+// row) before a block leaves: the peers may still read this block's count.
 // *leave: this block has nothing more to do (the row is sparse and block 0
 // has it).
 __device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* leave) {
@@ -173,8 +175,13 @@ __device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* l
     }
     if (threadIdx.x == 0) s.n = total;
   }
-  cluster_sync();  // block 0 has copied the peers' lists: they may leave
+  // A dense row goes on without a cluster barrier here: the peers only read
+  // this block's `gathered`, which nothing rewrites, and every stage reduces
+  // over the cluster (cluster barriers) before any block of a dense row
+  // leaves. On the H200 a cluster barrier is a few microseconds of a
+  // batch-1 step.
   if (!sparse) return RowView(x, vocab, nullptr);
+  cluster_sync();  // block 0 has copied the peers' lists: they may leave
   *leave = blockIdx.x != 0;
   if (logits.live != nullptr && logits.run_id != 0 && blockIdx.x == 0) {
     // For the stages after this one: the kernels after it read the list

@@ -44,25 +44,27 @@ __device__ inline void cluster_histogram(double* mine, int32_t* mine_count, doub
 // first reaches target (bin 0 if none does), and the weight above that bin.
 // Lane l holds bins 255 - 8l down to 248 - 8l; the one lane that owns the
 // bin returns true.
-__device__ inline bool find_bin(const double* hist, double above, double target, int* bin, double* above_bin) {
+// T: double weights, or int32_t token counts (top_k_blocks.cuh).
+template <typename T>
+__device__ bool find_bin(const T* hist, T above, T target, int* bin, T* above_bin) {
   const int lane = threadIdx.x & 31;
-  double local[8];
-  double chunk = 0;
+  T local[8];
+  T chunk = 0;
   for (int j = 0; j < 8; ++j) {
     local[j] = hist[255 - 8 * lane - j];
     chunk += local[j];
   }
-  double upto = chunk;  // inclusive scan over the lanes
+  T upto = chunk;  // inclusive scan over the lanes
   for (int o = 1; o < 32; o <<= 1) {
-    const double v = __shfl_up_sync(0xffffffffu, upto, o);
+    const T v = __shfl_up_sync(0xffffffffu, upto, o);
     if (lane >= o) upto += v;
   }
-  double before = __shfl_up_sync(0xffffffffu, upto, 1);
+  T before = __shfl_up_sync(0xffffffffu, upto, 1);
   if (lane == 0) before = 0;
   const unsigned reached = __ballot_sync(0xffffffffu, above + before + chunk >= target);
   const int owner = reached != 0 ? __ffs(reached) - 1 : 31;
   if (lane == owner) {
-    double cum = above + before;
+    T cum = above + before;
     int b = 255 - 8 * lane;
     for (int j = 0; j < 7; ++j, --b) {  // bin 0 (j == 7 of lane 31) takes what is left
       if (cum + local[j] >= target) break;

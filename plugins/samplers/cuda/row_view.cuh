@@ -103,32 +103,13 @@ __device__ inline void gather_listed(const float* x, const LiveList* list, Spars
   __syncthreads();
 }
 
-// Every block of the row's cluster calls it first (after dependent_start,
-// which also waits for the kernel that wrote the row's live list). On a
-// dense view the caller must pass a cluster barrier (any reduction over the
-// row) before a block leaves: the peers may still read this block's count.
-// *leave: this block has nothing more to do (the row is sparse and block 0
-// has it).
-__device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* leave) {
-  __shared__ SparseTokens s;
-  __shared__ int32_t gathered;  // this block's live count; read by the peers
-  // 16 consecutive tokens a thread per round: a 128k row over 16 blocks is
-  // one round, so one block scan (three barriers) places every live token.
-  constexpr int kPerThread = 16;
-  float* x = logits.data + static_cast<int64_t>(row_index) * logits.stride;
-  const int64_t vocab = logits.vocab;
-  *leave = false;
-  if (gridDim.x == 1 && vocab > kSparseCap) return RowView(x, vocab, nullptr);  // nothing to gain
-  if (const LiveList* listed = listed_row(logits, row_index)) {
-    // No cluster barrier follows for this row: the peers are gone, and a
-    // sparse view reduces within block 0.
-    *leave = blockIdx.x != 0;
-    if (*leave) return RowView(x, vocab, nullptr);
-    gather_listed(x, listed, &s);
-    return RowView(x, vocab, &s);
-  }
-  // Block b takes the b-th contiguous slice, kPerThread consecutive tokens a
-  // thread per round, so the list comes out in id order.
+// The live tokens of this block's slice of row x (block b takes the b-th
+// contiguous slice of the cluster's, kPerThread consecutive tokens a thread
+// per round, so they come in id order): put(at, value, id) for each, `at`
+// its place among the block's live tokens. Returns how many there are. Every
+// thread of the block calls it.
+template <int kPerThread, typename Put>
+__device__ int32_t scan_live_slice(const float* x, int64_t vocab, Put put) {
   const int64_t slice = (vocab + gridDim.x - 1) / gridDim.x;
   const int64_t lo = min(vocab, static_cast<int64_t>(blockIdx.x) * slice), hi = min(vocab, lo + slice);
   int32_t count = 0;
@@ -144,23 +125,61 @@ __device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* l
     int32_t at = count + block_exclusive_add(mine, &round);
     for (int k = 0; k < kPerThread; ++k) {
       if (v[k] == -INFINITY) continue;
-      if (at < kSparseCap) {
-        s.value[at] = v[k];
-        s.id[at] = static_cast<int32_t>(i0 + k);
-      }
+      put(at, v[k], i0 + k);
       ++at;
     }
     count += round;
   }
-  if (threadIdx.x == 0) gathered = count;
+  return count;
+}
+
+// start[b] = the sum of blocks 0..b-1's `mine` over the row's cluster, for b
+// up to gridDim.x (start holds kWideBlocks + 1), read from each block's
+// *mine through distributed shared memory. Every thread of every block of
+// the cluster calls it; the peers may read *mine until the cluster's next
+// barrier.
+__device__ inline void cluster_offsets(int32_t* mine, int32_t value, int32_t* start) {
+  if (threadIdx.x == 0) *mine = value;
   cluster_sync();
-  __shared__ int32_t start[kWideBlocks + 1];  // block b's tokens go to [start[b], start[b + 1])
-  cluster_gather(&gathered, start + 1);
+  cluster_gather(mine, start + 1);
   if (threadIdx.x == 0) {
     start[0] = 0;
     for (unsigned b = 0; b < gridDim.x; ++b) start[b + 1] += start[b];
   }
   __syncthreads();
+}
+
+// Every block of the row's cluster calls it first (after dependent_start,
+// which also waits for the kernel that wrote the row's live list). On a
+// dense view the caller must pass a cluster barrier (any reduction over the
+// row) before a block leaves: the peers may still read this block's count.
+// *leave: this block has nothing more to do (the row is sparse and block 0
+// has it).
+__device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* leave) {
+  __shared__ SparseTokens s;
+  __shared__ int32_t gathered;  // this block's live count; read by the peers
+  float* x = logits.data + static_cast<int64_t>(row_index) * logits.stride;
+  const int64_t vocab = logits.vocab;
+  *leave = false;
+  if (gridDim.x == 1 && vocab > kSparseCap) return RowView(x, vocab, nullptr);  // nothing to gain
+  if (const LiveList* listed = listed_row(logits, row_index)) {
+    // No cluster barrier follows for this row: the peers are gone, and a
+    // sparse view reduces within block 0.
+    *leave = blockIdx.x != 0;
+    if (*leave) return RowView(x, vocab, nullptr);
+    gather_listed(x, listed, &s);
+    return RowView(x, vocab, &s);
+  }
+  // 16 consecutive tokens a thread per round: a 128k row over 16 blocks is
+  // one round, so one block scan (three barriers) places every live token.
+  const int32_t count = scan_live_slice<16>(x, vocab, [&](int32_t at, float v, int64_t id) {
+    if (at < kSparseCap) {
+      s.value[at] = v;
+      s.id[at] = static_cast<int32_t>(id);
+    }
+  });
+  __shared__ int32_t start[kWideBlocks + 1];  // block b's tokens go to [start[b], start[b + 1])
+  cluster_offsets(&gathered, count, start);
   const int32_t total = start[gridDim.x];
   const bool sparse = total <= kSparseCap;
   if (sparse && blockIdx.x == 0) {
@@ -178,8 +197,7 @@ __device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* l
   // A dense row goes on without a cluster barrier here: the peers only read
   // this block's `gathered`, which nothing rewrites, and every stage reduces
   // over the cluster (cluster barriers) before any block of a dense row
-  // leaves. On the H200 a cluster barrier is a few microseconds of a
-  // batch-1 step.
+  // leaves.
   if (!sparse) return RowView(x, vocab, nullptr);
   cluster_sync();  // block 0 has copied the peers' lists: they may leave
   *leave = blockIdx.x != 0;

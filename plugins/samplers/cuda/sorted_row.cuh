@@ -179,35 +179,10 @@ __device__ inline int32_t gather_listed_keys(const float* x, const LiveList* lis
 __device__ inline void gather_slice_keys(const float* x, int64_t vocab, SortedRowSmem& s) {
   // 16 consecutive tokens a thread per round: a 128k row over 16 blocks is
   // one round, so one block scan places every live token.
-  constexpr int kPerThread = 16;
-  const int64_t slice = (vocab + gridDim.x - 1) / gridDim.x;
-  const int64_t lo = min(vocab, static_cast<int64_t>(blockIdx.x) * slice), hi = min(vocab, lo + slice);
-  int32_t count = 0;
-  for (int64_t base = lo; base < hi; base += static_cast<int64_t>(blockDim.x) * kPerThread) {
-    const int64_t i0 = base + static_cast<int64_t>(threadIdx.x) * kPerThread;
-    float v[kPerThread];
-    int mine = 0;
-    for (int k = 0; k < kPerThread; ++k) {
-      v[k] = i0 + k < hi ? x[i0 + k] : -INFINITY;
-      mine += v[k] != -INFINITY ? 1 : 0;
-    }
-    int round = 0;
-    int32_t at = count + block_exclusive_add(mine, &round);
-    for (int k = 0; k < kPerThread; ++k) {
-      if (v[k] == -INFINITY) continue;
-      if (at < kCompactCap) s.compact.keys[at] = compact_key(v[k], i0 + k);
-      ++at;
-    }
-    count += round;
-  }
-  if (threadIdx.x == 0) s.gathered = count;
-  cluster_sync();
-  cluster_gather(&s.gathered, s.start + 1);
-  if (threadIdx.x == 0) {
-    s.start[0] = 0;
-    for (unsigned b = 0; b < gridDim.x; ++b) s.start[b + 1] += s.start[b];
-  }
-  __syncthreads();
+  const int32_t count = scan_live_slice<16>(x, vocab, [&](int32_t at, float v, int64_t id) {
+    if (at < kCompactCap) s.compact.keys[at] = compact_key(v, id);
+  });
+  cluster_offsets(&s.gathered, count, s.start);
 }
 
 // Every block of the row's cluster calls it, after dependent_start(). x is

@@ -24,6 +24,7 @@
 // tokens instead of scanning the row.
 #pragma once
 
+#include "plugins/samplers/cuda/radix_select.cuh"
 #include "plugins/samplers/cuda/row_split.cuh"
 #include "plugins/samplers/cuda/row_view.cuh"
 
@@ -72,30 +73,11 @@ __device__ uint32_t block_top_k_boundary(const uint32_t (&key)[N], int n, uint32
     }
     __syncthreads();
     if (warp == 0) {
-      // Lane l holds bins 255 - 8l down to 248 - 8l; the bin where the count
-      // from the top first reaches k (bin 0 when none does).
-      int32_t local[8], chunk = 0;
-      for (int j = 0; j < 8; ++j) {
-        local[j] = s.hist[255 - 8 * lane - j];
-        chunk += local[j];
-      }
-      int32_t upto = chunk;
-      for (int o = 1; o < 32; o <<= 1) {
-        const int32_t v = __shfl_up_sync(0xffffffffu, upto, o);
-        if (lane >= o) upto += v;
-      }
-      const int32_t before = upto - chunk;
-      const unsigned reached = __ballot_sync(0xffffffffu, above + upto >= k);
-      const int owner = reached != 0 ? __ffs(reached) - 1 : 31;
-      if (lane == owner) {
-        int32_t cum = above + before;
-        int b = 255 - 8 * lane;
-        for (int j = 0; j < 7; ++j, --b) {  // bin 0 (j == 7 of lane 31) takes what is left
-          if (cum + local[j] >= k) break;
-          cum += local[j];
-        }
-        s.prefix = prefix | (static_cast<uint32_t>(b) << shift);
-        s.above = cum;
+      int bin = 0;
+      int32_t above_bin = 0;
+      if (radix_detail::find_bin(s.hist, above, k, &bin, &above_bin)) {
+        s.prefix = prefix | (static_cast<uint32_t>(bin) << shift);
+        s.above = above_bin;
       }
     }
     __syncthreads();
@@ -134,14 +116,7 @@ __device__ bool top_k_by_blocks(const LogitsView& logits, int32_t row, int32_t k
   for (int j = 0; j < kTopKPerThread; ++j) mine += candidate(j) ? 1 : 0;
   int32_t in_block = 0;
   const int32_t at = block_exclusive_add(mine, &in_block);
-  if (threadIdx.x == 0) s.gathered = in_block;
-  cluster_sync();
-  cluster_gather(&s.gathered, s.start + 1);
-  if (threadIdx.x == 0) {
-    s.start[0] = 0;
-    for (unsigned b = 0; b < gridDim.x; ++b) s.start[b + 1] += s.start[b];
-  }
-  __syncthreads();
+  cluster_offsets(&s.gathered, in_block, s.start);
   const int32_t total = s.start[gridDim.x];
   if (total > kTopKCandidates) return false;  // the same in every block; nothing written
   unsigned long long* to = cluster_peer(s.candidates, 0) + s.start[blockIdx.x] + at;

@@ -30,6 +30,12 @@
 #              sampling with every stage (bench/samplers/chains.sh)
 #              AB_ENV="VAR=value ...": the 135M and 8B Q4_K_M decode512 cases
 #              again under each of those settings (e.g. APH_GGUF_CTA_QUANT=0)
+#   stalls     after `profile` with PROFILE_MODEL=chain (its model): ncu's
+#              speed-of-light and warp-stall sections of the sampler kernels
+#              named by STALL_KERNELS (a regex; default the dense ones), at
+#              --gpu-memory-utilization 0.05: with the default 0.9, ncu
+#              backed up the device memory (mostly KV cache) for its kernel
+#              replays and profiled 3 kernels in 240 s (stop 18)
 #   phases     APH_STEP_PHASES=1 on the 135M decode512: the engine thread's
 #              time per step (schedule, forward, sample, output, loop)
 #   realmodel  the real SmolLM2-135M-Instruct Q4_1 (models/, when present):
@@ -279,6 +285,17 @@ if want profile; then
     record "ncu $c" $? "kernels_$c.txt"
     rm -f "$OUT/ncu_$c.csv"  # large; the table has what matters
   done
+fi
+if want stalls; then
+  step "ncu stall reasons of sampler kernels (every-stage chain)"
+  source bench/samplers/chains.sh
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 240 $NCU --clock-control none --kernel-name "regex:${STALL_KERNELS:-temperature_kernel|threshold_kernel|top_k_kernel}" \
+    --launch-skip 60 --launch-count 6 --section SpeedOfLight --section WarpStateStats --section LaunchStats \
+    $BIN/aph_bench_engine --model /tmp/aph-profile/q4km.gguf --label stalls --cases decode512 \
+    --gpu-memory-utilization 0.05 --plugins "$APH_PLUGIN_DIR" --sampling "$EVERY_STAGE" \
+    > "$OUT/stalls.txt" 2> "$OUT/stalls.log"
+  record "ncu stalls" $? stalls.log
 fi
 if want prepare; then
   step "bench models"

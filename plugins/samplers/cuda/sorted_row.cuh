@@ -4,10 +4,9 @@
 //
 // Each of those stages used to be four kernels (gather the live tokens, sort
 // the rows too long for shared memory, the stage on the short rows, the
-// stage on the long ones). On the H200 each kernel of a batch-1 step costs
-// about 5 us whatever it does, and after a truncation every row is short, so
-// three of the four were a flag read and an exit for most of that price
-// (plugins/samplers/README.md). Now the row's cluster (row_split.cuh)
+// stage on the long ones); after a truncation every row is short, so three
+// of the four were a launch, a flag read and an exit (plugins/samplers/
+// README.md has the measurements). Now the row's cluster (row_split.cuh)
 // decides on the device which path the row takes:
 // - a row with a live list of this run (kernels.hpp's LiveList) is gathered
 //   from its list by block 0 alone, and the other blocks leave at once;

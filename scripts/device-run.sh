@@ -30,12 +30,14 @@
 #              sampling with every stage (bench/samplers/chains.sh)
 #              AB_ENV="VAR=value ...": the 135M and 8B Q4_K_M decode512 cases
 #              again under each of those settings (e.g. APH_GGUF_CTA_QUANT=0)
-#   stalls     after `profile` with PROFILE_MODEL=chain (its model): ncu's
+#   stalls     on profile's 4-layer Q4_K_M model, every stage: ncu's
 #              speed-of-light and warp-stall sections of the sampler kernels
-#              named by STALL_KERNELS (a regex; default the dense ones), at
-#              --gpu-memory-utilization 0.05: with the default 0.9, ncu
-#              backed up the device memory (mostly KV cache) for its kernel
-#              replays and profiled 3 kernels in 240 s (stop 18)
+#              named by STALL_KERNELS (a regex; default the dense ones), with
+#              a 1 GiB KV cache: with the default 0.9 utilization, ncu backed
+#              up the device memory (mostly KV cache) for its kernel replays
+#              and profiled 3 kernels in 240 s (stop 18); 0.05 left no room
+#              for a KV cache at all (stop 19); SOURCE_KERNELS="k1 k2": also
+#              each one's SASS with executed counts and stall samples
 #   phases     APH_STEP_PHASES=1 on the 135M decode512: the engine thread's
 #              time per step (schedule, forward, sample, output, loop)
 #   realmodel  the real SmolLM2-135M-Instruct Q4_1 (models/, when present):
@@ -247,8 +249,15 @@ if want priceab; then
     >> "$OUT/price_ab.txt" 2>&1
   record "price A/B" $? price_ab.txt
 fi
+P=/tmp/aph-profile
+four_layer_q4km() {  # $P/q4km.gguf: a 4-layer model of the 8B shape in Q4_K_M
+  mkdir -p $P
+  [ -f $P/bf16/config.json ] ||
+    python3 bench/engine/make_model.py --shape llama3-8b --layers 4 --dtype bf16 --out $P/bf16 >> "$OUT/profile.log" 2>&1
+  [ -s $P/q4km.gguf ] ||
+    $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $P/bf16 $P/q4km.gguf >> "$OUT/profile.log" 2>&1
+}
 if want profile; then
-  P=/tmp/aph-profile
   mkdir -p $P
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   if [ "${PROFILE_MODEL:-8b}" = smol ]; then
@@ -261,10 +270,7 @@ if want profile; then
     model=$P/smol-q4_0.gguf cases=decode512 skip_decode=20000 count=500 sampling=()
   else
     step "kernel profile (4-layer 8B shape, Q4_K_M)"
-    [ -f $P/bf16/config.json ] ||
-      python3 bench/engine/make_model.py --shape llama3-8b --layers 4 --dtype bf16 --out $P/bf16 > "$OUT/profile.log" 2>&1
-    [ -s $P/q4km.gguf ] ||
-      $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $P/bf16 $P/q4km.gguf >> "$OUT/profile.log" 2>&1
+    four_layer_q4km
     model=$P/q4km.gguf cases="decode512 batch64" skip_decode=3000 count=300 sampling=()
     if [ "${PROFILE_MODEL:-8b}" = chain ]; then
       source bench/samplers/chains.sh
@@ -288,14 +294,27 @@ if want profile; then
 fi
 if want stalls; then
   step "ncu stall reasons of sampler kernels (every-stage chain)"
+  four_layer_q4km
   source bench/samplers/chains.sh
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   timeout 240 $NCU --clock-control none --kernel-name "regex:${STALL_KERNELS:-temperature_kernel|threshold_kernel|top_k_kernel}" \
-    --launch-skip 60 --launch-count 6 --section SpeedOfLight --section WarpStateStats --section LaunchStats \
+    --launch-skip 60 --launch-count 14 --section SpeedOfLight --section WarpStateStats --section LaunchStats \
+    --section SchedulerStats --section Occupancy --section SourceCounters \
     $BIN/aph_bench_engine --model /tmp/aph-profile/q4km.gguf --label stalls --cases decode512 \
-    --gpu-memory-utilization 0.05 --plugins "$APH_PLUGIN_DIR" --sampling "$EVERY_STAGE" \
+    --kv-cache-memory $((1 << 30)) --plugins "$APH_PLUGIN_DIR" --sampling "$EVERY_STAGE" \
     > "$OUT/stalls.txt" 2> "$OUT/stalls.log"
   record "ncu stalls" $? stalls.log
+  # SOURCE_KERNELS (regex; none by default): each one's first launch after
+  # STALL_SKIP of them, SASS line by line (executed instructions, stall samples)
+  for k in ${SOURCE_KERNELS:-}; do
+    rm -f /tmp/aph-src.ncu-rep
+    timeout 120 $NCU --clock-control none --kernel-name "regex:$k" --launch-skip ${STALL_SKIP:-8} --launch-count 1 \
+      --section SourceCounters --section WarpStateStats --import-source no -o /tmp/aph-src \
+      $BIN/aph_bench_engine --model /tmp/aph-profile/q4km.gguf --label stalls --cases decode512 \
+      --kv-cache-memory $((1 << 30)) --plugins "$APH_PLUGIN_DIR" --sampling "$EVERY_STAGE" >> "$OUT/stalls.log" 2>&1
+    $NCU -i /tmp/aph-src.ncu-rep --page source --csv --print-source sass > "$OUT/sass_${k//[^a-z_]/}.csv" 2>> "$OUT/stalls.log"
+    record "ncu source $k" $? stalls.log
+  done
 fi
 if want prepare; then
   step "bench models"

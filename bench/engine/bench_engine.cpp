@@ -167,6 +167,9 @@ int run_model(const Args& args) {
   cfg.enable_prefix_caching = false;  // every case must compute its prompt
   cfg.enforce_eager = args.get("enforce-eager", "0") == "1";
   cfg.gpu_memory_utilization = args.num("gpu-memory-utilization", 0.9);
+  // An explicit KV pool in bytes (0: from the utilization); ncu's kernel
+  // replay backs up every allocation, so a profile wants a small one.
+  cfg.kv_cache_memory = static_cast<int64_t>(args.num("kv-cache-memory", 0));
 
   aph::model::LoadOptions lo;
   lo.path = cfg.model_path;

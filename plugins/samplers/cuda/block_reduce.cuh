@@ -77,35 +77,19 @@ struct ArgMax {
   double value;
   int32_t index;
 };
+__device__ inline ArgMax shfl_xor(ArgMax v, int lane_mask) {
+  return {shfl_xor(v.value, lane_mask), shfl_xor(v.index, lane_mask)};
+}
 __device__ inline ArgMax better(ArgMax a, ArgMax b) {
   if (a.index < 0) return b;
   if (b.index < 0) return a;
   if (b.value > a.value || (b.value == a.value && b.index < a.index)) return b;
   return a;
 }
-__device__ inline ArgMax block_argmax(ArgMax v) {
-  __shared__ ArgMax partial[32];
-  __shared__ ArgMax result;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int o = 16; o > 0; o >>= 1) {
-    ArgMax other{__shfl_xor_sync(0xffffffffu, v.value, o), __shfl_xor_sync(0xffffffffu, v.index, o)};
-    v = better(v, other);
-  }
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    ArgMax w = lane < static_cast<int>((blockDim.x + 31) / 32) ? partial[lane] : ArgMax{0.0, -1};
-    for (int o = 16; o > 0; o >>= 1) {
-      ArgMax other{__shfl_xor_sync(0xffffffffu, w.value, o), __shfl_xor_sync(0xffffffffu, w.index, o)};
-      w = better(w, other);
-    }
-    if (lane == 0) result = w;
-  }
-  __syncthreads();
-  ArgMax out = result;
-  __syncthreads();
-  return out;
-}
+struct ArgMaxOp {
+  __device__ ArgMax operator()(ArgMax a, ArgMax b) const { return better(a, b); }
+};
+__device__ inline ArgMax block_argmax(ArgMax v) { return block_reduce(v, ArgMaxOp{}, ArgMax{0.0, -1}); }
 
 // Exclusive prefix sum of v in thread order; *total gets the sum.
 __device__ inline int block_exclusive_add(int v, int* total) {

@@ -85,22 +85,35 @@ __device__ inline T cluster_column_sum(const T* p, int col) {
 }
 
 // Combines each block's value v (the same in all of a block's threads) over
-// the row's cluster, in rank order; every thread gets the result.
+// the row's cluster; every thread of every block gets the same result.
+//
+// Lane r of warp 0 loads block r's value and the lanes combine as a tree
+// (rank r with r ^ 8, then ^ 4, ^ 2, ^ 1; lane 0's result). Every block
+// builds the same tree from the same values, so all agree bit for bit. The
+// H200 profile of dynamic temperature (stop 19) showed why not a loop over
+// the ranks in every thread: a statistic's combine is two double exps, the
+// kernel was bound by the multiprocessor's FP64 rate, and 512 threads each
+// combining 16 values in turn were a quarter of its instructions.
 template <typename T, typename Op>
 __device__ T cluster_combine(T v, Op op, T identity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (gridDim.x > 1) {
+    static_assert(kWideBlocks <= 32, "one lane a block");
     __shared__ T slot;
-    __shared__ T peers[kWideBlocks];
+    __shared__ T result;
     if (threadIdx.x == 0) slot = v;
     cluster_sync();
-    cluster_gather(&slot, peers);
-    T r = identity;
-    for (unsigned b = 0; b < gridDim.x; ++b) r = op(r, peers[b]);
-    // No block may leave, or reuse its slot, while another still reads it
-    // (nor this block rewrite peers before every thread has read them).
+    if (threadIdx.x < 32) {
+      T w = threadIdx.x < gridDim.x ? *cluster_peer(&slot, threadIdx.x) : identity;
+      for (int o = kWideBlocks / 2; o > 0; o >>= 1) w = op(w, shfl_xor(w, o));
+      if (threadIdx.x == 0) result = w;
+    }
+    // No block may leave, or rewrite its slot, while another still reads
+    // it; and result is this block's once warp 0 has passed here. The next
+    // call rewrites result only after its own first barrier, which every
+    // thread reaches after reading this one.
     cluster_sync();
-    v = r;
+    v = result;
   }
 #endif
   return v;
@@ -111,10 +124,6 @@ template <typename T, typename Op>
 __device__ T split_reduce(T v, Op op, T identity) {
   return cluster_combine(block_reduce(v, op, identity), op, identity);
 }
-
-struct ArgMaxOp {
-  __device__ ArgMax operator()(ArgMax a, ArgMax b) const { return better(a, b); }
-};
 
 // The row's (value, index) argmax; ties go to the lowest index.
 __device__ inline ArgMax split_argmax(ArgMax v) {

@@ -8,13 +8,18 @@
 // give what those three did:
 //
 // - SoftStats: max m, z = sum exp(x - m), s = sum exp(x - m) (x - m) and the
-//   live count, kept relative to a running max (a partial with a smaller max
-//   is rescaled by exp(m_old - m_new)). The entropy of softmax(x) is then
-//   log z - s / z, since log p = (x - m) - log z; one double exp a token
-//   where the separate passes took two and a log.
+//   live count. A thread's partial is relative to its own max; combining
+//   rescales the partial with the smaller max by exp(m_old - m_new). The
+//   entropy of softmax(x) is then log z - s / z, since log p = (x - m) -
+//   log z; one double exp a token where the separate passes took two and a
+//   log.
 // - NormStats: max, count, mean and M2 (the sum of squared deviations),
 //   combined by Chan et al.'s pairwise update, so no sum of squares of large
 //   logits cancels.
+//
+// A thread reads its own tokens twice (a max or a sum first); the second
+// read hits its L1, and each pass is far cheaper than the double arithmetic
+// a single pass needed to keep a running max or mean.
 //
 // Removed tokens (-inf) add nothing to either.
 #pragma once
@@ -42,24 +47,32 @@ struct SoftCombine {
 };
 __device__ inline SoftStats no_soft_stats() { return {-INFINITY, 0, 0, 0}; }
 
+// This thread's largest live logit, -inf when it has none.
+__device__ inline float thread_max(const RowView& row) {
+  float m = -INFINITY;
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) m = fmaxf(m, row.value(j));
+  return m;
+}
+
 // Over every thread of the view; all get the same result.
+//
+// Each thread first finds its own max (float compares), then sums relative
+// to it: one double exp a token. A running max rescaled at each new maximum
+// took a second exp for those tokens, and as most warps have a lane that
+// meets a new maximum in most of its first iterations, a warp ran both
+// branches: on a dense 128k row the pass was bound by the FP64 rate (H200
+// profile, stop 19).
 __device__ inline SoftStats soft_stats(const RowView& row) {
   SoftStats t = no_soft_stats();
-  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
-    const double v = row.value(j);
-    if (v == -INFINITY) continue;
-    if (t.n == 0) {
-      t = {v, 1, 0, 1};
-    } else if (v <= t.m) {
-      const double d = v - t.m, e = exp(d);
+  const float mine = thread_max(row);
+  if (mine != -INFINITY) {
+    t = {mine, 0, 0, 0};
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
+      if (v == -INFINITY) continue;
+      const double d = static_cast<double>(v) - t.m, e = exp(d);
       t.z += e;
       t.s += e * d;
-      t.n += 1;
-    } else {  // a new max: what was summed moves to it
-      const double d = t.m - v, r = exp(d);
-      t.s = r * (t.s + d * t.z);
-      t.z = t.z * r + 1;
-      t.m = v;
       t.n += 1;
     }
   }
@@ -89,16 +102,27 @@ struct NormCombine {
 };
 __device__ inline NormStats no_norm_stats() { return {-INFINITY, 0, 0, 0}; }
 
+// Each thread's partial in two passes over its own tokens (the sum, so the
+// mean, then the squared deviations from it): one double division a thread,
+// where Welford's update took one a token.
 __device__ inline NormStats norm_stats(const RowView& row) {
   NormStats t = no_norm_stats();
+  double sum = 0;
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {
-    const double v = row.value(j);
+    const float v = row.value(j);
     if (v == -INFINITY) continue;
-    t.m = fmax(t.m, v);
+    t.m = fmax(t.m, static_cast<double>(v));
     t.n += 1;
-    const double d = v - t.mean;
-    t.mean += d / t.n;
-    t.m2 += d * (v - t.mean);
+    sum += v;
+  }
+  if (t.n > 0) {
+    t.mean = sum / t.n;
+    for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+      const float v = row.value(j);
+      if (v == -INFINITY) continue;
+      const double d = v - t.mean;
+      t.m2 += d * d;
+    }
   }
   return row.reduce(t, NormCombine{}, no_norm_stats());
 }

@@ -5,6 +5,7 @@
 #include "plugins/samplers/cuda/block_reduce.cuh"
 #include "plugins/samplers/cuda/kernels.hpp"
 #include "plugins/samplers/cuda/radix_select.cuh"
+#include "plugins/samplers/cuda/ranked_mass.cuh"
 #include "plugins/samplers/cuda/row_stats.cuh"
 #include "plugins/samplers/cuda/row_split.cuh"
 #include "plugins/samplers/cuda/row_view.cuh"
@@ -60,6 +61,13 @@ __global__ void __launch_bounds__(kThreads) top_p_kernel(LogitsView logits, cons
   bool leave = false;
   const RowView row = open_indexed_row(logits, ps, &p, &leave);
   if (leave) return;
+  if (ranked_mass_fits(row)) {  // after top-k: rank the few tokens, no radix passes
+    const float m = row.max();
+    keep_ranked_mass<uint32_t>(
+        row, [&](int64_t j) { return ~order_key(row.value(j)); },
+        [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, p);
+    return;
+  }
   const SoftStats st = soft_stats(row);  // max and partition in one reduction
   const float m = static_cast<float>(st.m);
   const double z = st.z;
@@ -100,6 +108,11 @@ __global__ void __launch_bounds__(kThreads) typical_kernel(LogitsView logits, co
   // those with deviation <= B, B the smallest deviation with
   // mass(dev <= B) >= p. On complemented keys that is the top-p boundary:
   // the largest ~B with mass(~dev >= ~B) >= p.
+  if (ranked_mass_fits(row)) {  // after top-k: rank the few tokens, no radix passes
+    keep_ranked_mass<unsigned long long>(
+        row, deviation, [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, p);
+    return;
+  }
   unsigned long long lo = 0;
   if (p <= 0) {  // only the most typical group stays
     unsigned long long k = ~0ull;

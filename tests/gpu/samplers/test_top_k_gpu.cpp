@@ -2,7 +2,7 @@
 // the general radix select): small k on rows split 16 and 8 blocks wide,
 // slices too long for the block path, ties that make too many candidates,
 // rows with fewer live tokens than k, and the list the block path leaves for
-// top-p and min-p after it.
+// top-p, typical and min-p after it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,8 +63,16 @@ void compare_ks(const Case& c, const std::string& where) {
     compare(c, R"({"top_k": )" + std::to_string(k) + "}", where);
     if (::testing::Test::HasFatalFailure()) return;
   }
-  // The block path's list, read by the stages after it.
-  compare(c, R"({"top_k": 100, "top_p": 0.9, "min_p": 0.01, "temperature": 0.8})", where);
+  // The block path's list, read by the stages after it; top-p and typical
+  // on a listed row of at most 256 tokens rank them (ranked_mass.cuh), on a
+  // longer one take the radix select.
+  for (const char* json : {R"({"top_k": 100, "top_p": 0.9, "min_p": 0.01, "temperature": 0.8})",
+                           R"({"top_k": 128, "top_p": 0.3})", R"({"top_k": 100, "typical_p": 0.5})",
+                           R"({"top_k": 50, "typical_p": 0})", R"({"top_k": 100, "top_p": 0.6, "typical_p": 0.7})",
+                           R"({"top_k": 1000, "top_p": 0.95, "typical_p": 0.9})"}) {
+    compare(c, json, where);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
 }
 
 // One to four rows: clusters of 16 blocks; more: 8 (row_split.cuh).

@@ -22,12 +22,18 @@ __device__ T shfl_xor(T v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
 
-// Two sums reduced together (one set of barriers for both, each summed in
-// the order a reduction of it alone would use).
+// Two or three sums reduced together (one set of barriers for all, each
+// summed in the order a reduction of it alone would use).
 struct Sum2 {
   double a, b;
 };
 __device__ inline Sum2 shfl_xor(Sum2 v, int lane_mask) { return {shfl_xor(v.a, lane_mask), shfl_xor(v.b, lane_mask)}; }
+struct Sum3 {
+  double a, b, c;
+};
+__device__ inline Sum3 shfl_xor(Sum3 v, int lane_mask) {
+  return {shfl_xor(v.a, lane_mask), shfl_xor(v.b, lane_mask), shfl_xor(v.c, lane_mask)};
+}
 
 template <typename T, typename Op>
 __device__ T warp_reduce(T v, Op op) {
@@ -67,6 +73,7 @@ struct SumOp {
   template <typename T>
   __device__ T operator()(T a, T b) const { return a + b; }
   __device__ Sum2 operator()(Sum2 x, Sum2 y) const { return {x.a + y.a, x.b + y.b}; }
+  __device__ Sum3 operator()(Sum3 x, Sum3 y) const { return {x.a + y.a, x.b + y.b, x.c + y.c}; }
 };
 
 __device__ inline float block_max(float v) { return block_reduce(v, MaxOp{}, -FLT_MAX); }

@@ -40,9 +40,15 @@ struct SoftCombine {
   __device__ SoftStats operator()(SoftStats a, SoftStats b) const {
     if (b.n == 0) return a;
     if (a.n == 0) return b;
-    const double m = fmax(a.m, b.m);
-    const double ea = exp(a.m - m), eb = exp(b.m - m);
-    return {m, a.z * ea + b.z * eb, ea * (a.s + (a.m - m) * a.z) + eb * (b.s + (b.m - m) * b.z), a.n + b.n};
+    // One side holds the max: its factor is exp(0) = 1 and its shift 0, so
+    // only the other side's exp is taken (the same sums, up to how the
+    // compiler fuses a multiply-add). A reduction is a chain of these, one
+    // level after another, so each exp saved is latency saved.
+    const bool a_max = a.m >= b.m;
+    const SoftStats& hi = a_max ? a : b;
+    const SoftStats& lo = a_max ? b : a;
+    const double d = lo.m - hi.m, e = exp(d);
+    return {hi.m, hi.z + lo.z * e, hi.s + e * (lo.s + d * lo.z), a.n + b.n};
   }
 };
 __device__ inline SoftStats no_soft_stats() { return {-INFINITY, 0, 0, 0}; }
@@ -64,6 +70,26 @@ __device__ inline float thread_max(const RowView& row) {
   return fmaxf(fmaxf(m0, m1), fmaxf(m2, m3));
 }
 
+// A sparse view (block 0 alone, a token or two a thread): the max first,
+// then plain sums relative to it. Block barriers are cheap here, and a
+// SoftStats reduction is ten levels of combines, each waiting on a double
+// exp; two reductions of plain compares and adds wait on none.
+__device__ inline SoftStats sparse_soft_stats(const RowView& row) {
+  if (row.size() == 0) return no_soft_stats();  // the same in every thread
+  const double m = row.max();
+  Sum3 t{0, 0, 0};  // z, s, n
+  for (int64_t j = row.first(); j < row.size(); j += row.step()) {
+    const float v = row.value(j);
+    if (v == -INFINITY) continue;
+    const double d = static_cast<double>(v) - m, e = exp(d);
+    t.a += e;
+    t.b += e * d;
+    t.c += 1;
+  }
+  t = block_reduce(t, SumOp{}, Sum3{0, 0, 0});
+  return {m, t.a, t.b, t.c};
+}
+
 // Over every thread of the view; all get the same result.
 //
 // Each thread first finds its own max (float compares), then sums relative
@@ -73,6 +99,7 @@ __device__ inline float thread_max(const RowView& row) {
 // branches: on a dense 128k row the pass was bound by the FP64 rate (H200
 // profile, stop 19).
 __device__ inline SoftStats soft_stats(const RowView& row) {
+  if (row.sparse()) return sparse_soft_stats(row);
   SoftStats t = no_soft_stats();
   const float mine = thread_max(row);
   if (mine != -INFINITY) {

@@ -155,7 +155,14 @@ __device__ inline void cluster_offsets(int32_t* mine, int32_t value, int32_t* st
 // row) before a block leaves: the peers may still read this block's count.
 // *leave: this block has nothing more to do (the row is sparse and block 0
 // has it).
-__device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* leave) {
+//
+// scan = false: an unlisted row is taken dense without the scan. For a
+// stage of one reduction and one pass that sees a full row (dynamic
+// temperature and top-nsigma lead the default chain), the scan, its block
+// scan and its cluster barrier only find out that the row is dense; on a
+// sparse unlisted row the stage's own pass costs what the scan would have.
+// Such a stage publishes no list.
+__device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* leave, bool scan = true) {
   __shared__ SparseTokens s;
   __shared__ int32_t gathered;  // this block's live count; read by the peers
   float* x = logits.data + static_cast<int64_t>(row_index) * logits.stride;
@@ -170,6 +177,7 @@ __device__ inline RowView open_row(LogitsView logits, int32_t row_index, bool* l
     gather_listed(x, listed, &s);
     return RowView(x, vocab, &s);
   }
+  if (!scan) return RowView(x, vocab, nullptr);
   // 16 consecutive tokens a thread per round: a 128k row over 16 blocks is
   // one round, so one block scan (three barriers) places every live token.
   const int32_t count = scan_live_slice<16>(x, vocab, [&](int32_t at, float v, int64_t id) {

@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(kThreads) temperature_kernel(LogitsView logits
     return;
   }
   bool leave = false;
-  const RowView row = open_row(logits, p.row, &leave);
+  const RowView row = open_row(logits, p.row, &leave, /*scan=*/false);
   if (leave) return;
   const SoftStats st = soft_stats(row);
   const double ent = entropy_of(st), live = st.n;

@@ -15,7 +15,8 @@ __global__ void __launch_bounds__(kThreads) threshold_kernel(LogitsView logits, 
   dependent_start();
   const ThresholdRow p = rows[blockIdx.y];
   bool leave = false;
-  const RowView row = open_row(logits, p.row, &leave);
+  // top-nsigma usually sees a full row (it leads the truncations): no scan.
+  const RowView row = open_row(logits, p.row, &leave, /*scan=*/p.kind != kNsigma);
   if (leave) return;
   if (p.kind == kQuadratic) {
     const float m = row.max();

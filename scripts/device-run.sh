@@ -38,6 +38,8 @@
 #              and profiled 3 kernels in 240 s (stop 18); 0.05 left no room
 #              for a KV cache at all (stop 19); SOURCE_KERNELS="k1 k2": also
 #              each one's SASS with executed counts and stall samples
+#              (sass_K.csv), summarized by bench/engine/sass_table.py
+#              (sass_K.txt: instructions, stall reasons, hot loops)
 #   phases     APH_STEP_PHASES=1 on the 135M decode512: the engine thread's
 #              time per step (schedule, forward, sample, output, loop)
 #   realmodel  the real SmolLM2-135M-Instruct Q4_1 (models/, when present):
@@ -314,6 +316,7 @@ if want stalls; then
       --kv-cache-memory $((1 << 30)) --plugins "$APH_PLUGIN_DIR" --sampling "$EVERY_STAGE" >> "$OUT/stalls.log" 2>&1
     $NCU -i /tmp/aph-src.ncu-rep --page source --csv --print-source sass > "$OUT/sass_${k//[^a-z_]/}.csv" 2>> "$OUT/stalls.log"
     record "ncu source $k" $? stalls.log
+    python3 bench/engine/sass_table.py "$OUT/sass_${k//[^a-z_]/}.csv" > "$OUT/sass_${k//[^a-z_]/}.txt" 2>&1
   done
 fi
 if want prepare; then

@@ -104,15 +104,15 @@ __global__ void __launch_bounds__(kThreads) typical_kernel(LogitsView logits, co
     return static_cast<unsigned long long>(
         __double_as_longlong(fabs(log_z - static_cast<double>(row.value(j)) - ent)));
   };
+  auto weight = [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); };
+  if (ranked_mass_fits(row)) {  // after top-k: rank the few tokens, no radix passes
+    keep_ranked_mass<unsigned long long>(row, deviation, weight, p);
+    return;
+  }
   // Tokens stay while the mass strictly more typical than theirs is < p:
   // those with deviation <= B, B the smallest deviation with
   // mass(dev <= B) >= p. On complemented keys that is the top-p boundary:
   // the largest ~B with mass(~dev >= ~B) >= p.
-  if (ranked_mass_fits(row)) {  // after top-k: rank the few tokens, no radix passes
-    keep_ranked_mass<unsigned long long>(
-        row, deviation, [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, p);
-    return;
-  }
   unsigned long long lo = 0;
   if (p <= 0) {  // only the most typical group stays
     unsigned long long k = ~0ull;
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads) typical_kernel(LogitsView logits, co
           *key = ~deviation(j);
           return row.value(j) != -INFINITY;
         },
-        [&](int64_t j) { return exp(static_cast<double>(row.value(j)) - m); }, static_cast<double>(p) * z);
+        weight, static_cast<double>(p) * z);
   }
   for (int64_t j = row.first(); j < row.size(); j += row.step()) {
     if (row.value(j) != -INFINITY && deviation(j) > lo) row.remove(j);

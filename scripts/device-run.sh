@@ -44,6 +44,12 @@
 #              time per step (schedule, forward, sample, output, loop)
 #   realmodel  the real SmolLM2-135M-Instruct Q4_1 (models/, when present):
 #              its GPU tests, greedy text on CUDA, decode512 tok/s
+#   trace      kernel timelines through CUPTI (bench/engine/kernel_trace.cpp,
+#              graphs included, nothing serialized): the 135M Q4_0 decode512
+#              and the 8B Q4_K_M cases in TRACE_CASES (default decode512 ctx8k
+#              batch64), TRACE_BF16=1 also the 8B bf16 decode512; each
+#              summarized by bench/engine/trace_table.py into trace_LABEL.txt
+#              (per kernel: busy and idle advance of the step's end)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
 set -uo pipefail
@@ -319,6 +325,26 @@ if want stalls; then
     python3 bench/engine/sass_table.py "$OUT/sass_${k//[^a-z_]/}.csv" > "$OUT/sass_${k//[^a-z_]/}.txt" 2>&1
   done
 fi
+trace_case() {  # label model case: one engine run under the CUPTI tracer
+  local csv=/tmp/aph-trace-$1.csv
+  CUDA_INJECTION64_PATH=$PWD/build-device/bench/engine/libaph_kernel_trace.so APH_KERNEL_TRACE=$csv \
+    timeout 200 $BIN/aph_bench_engine --model "$2" --label "trace-$1" --cases "$3" --plugins "$APH_PLUGIN_DIR" \
+    >> "$OUT/bench_engine.txt" 2>> "$OUT/trace.log"
+  record "traced run $1" $? trace.log
+  python3 bench/engine/trace_table.py $csv > "$OUT/trace_$1.txt" 2>&1
+  record "trace table $1" $? "trace_$1.txt"
+  rm -f $csv
+}
+if want trace; then
+  step "kernel timelines"
+  smol_model
+  trace_case smol $SMOL decode512
+  if [ -n "${TRACE_CASES-decode512 ctx8k batch64}" ]; then
+    q4km_model
+    for c in ${TRACE_CASES-decode512 ctx8k batch64}; do trace_case "q4km-$c" "$Q4KM" $c; done
+  fi
+  [ "${TRACE_BF16:-0}" = 1 ] && trace_case bf16-decode512 "$CACHE/llama3-8b-bf16" decode512
+fi
 if want prepare; then
   step "bench models"
   timeout 500 bash bench/run.sh "$CACHE" prepare > "$OUT/prepare.log" 2>&1
@@ -341,4 +367,5 @@ step "done"
 for f in phases price_ab bench_attention bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run kernels_decode512 kernels_batch64; do
   [ -s "$OUT/$f.txt" ] && { echo "==== $f"; head -40 "$OUT/$f.txt"; }
 done
+for f in "$OUT"/trace_*.txt; do [ -s "$f" ] && { echo "==== $f"; head -${TRACE_HEAD:-24} "$f"; }; done
 echo "==== summary"; printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"

@@ -1,6 +1,7 @@
 // Device-side decoding of one 32-element chunk of a ggml block (in the
 // padded device layout, device_layout.hpp) into int8 codes packed four per
-// int plus an affine map per 16 elements: w = a[h]*q + b[h], h = half.
+// int plus an affine map per 16 elements: w = a[h]*q + b[h], h = half. Each
+// decoder's codes lie in [kCodeMin, kCodeMax].
 // kHasMin says whether b can be non-zero (the reference then adds it; for the
 // other types it only multiplies, which matters for the sign of zero).
 // Dequantize, get_rows and the generic matvec go through these; the fast
@@ -8,6 +9,7 @@
 // and must agree with them (the GPU tests compare both with the CPU).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -57,6 +59,7 @@ template <>
 struct Decoder<2> {  // Q4_0: d@2 qs@4
   static constexpr int kBlock = 32, kStride = 20;
   static constexpr bool kHasMin = false;
+  static constexpr int kCodeMin = -8, kCodeMax = 7;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b + 2), 0.0f);
 #pragma unroll
@@ -72,6 +75,7 @@ template <>
 struct Decoder<3> {  // Q4_1: d@0 m@2 qs@4
   static constexpr int kBlock = 32, kStride = 20;
   static constexpr bool kHasMin = true;
+  static constexpr int kCodeMin = 0, kCodeMax = 15;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b), ld_f16(b + 2));
 #pragma unroll
@@ -87,6 +91,7 @@ template <>
 struct Decoder<6> {  // Q5_0: d@2 qh@4 qs@8
   static constexpr int kBlock = 32, kStride = 24;
   static constexpr bool kHasMin = false;
+  static constexpr int kCodeMin = -16, kCodeMax = 15;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b + 2), 0.0f);
     uint32_t qh = static_cast<uint32_t>(ld32(b + 4));
@@ -103,6 +108,7 @@ template <>
 struct Decoder<7> {  // Q5_1: d@0 m@2 qh@4 qs@8
   static constexpr int kBlock = 32, kStride = 24;
   static constexpr bool kHasMin = true;
+  static constexpr int kCodeMin = 0, kCodeMax = 31;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b), ld_f16(b + 2));
     uint32_t qh = static_cast<uint32_t>(ld32(b + 4));
@@ -119,6 +125,7 @@ template <>
 struct Decoder<8> {  // Q8_0: d@2 qs@4
   static constexpr int kBlock = 32, kStride = 36;
   static constexpr bool kHasMin = false;
+  static constexpr int kCodeMin = -128, kCodeMax = 127;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b + 2), 0.0f);
 #pragma unroll
@@ -130,6 +137,7 @@ template <>
 struct Decoder<10> {  // Q2_K: scales@0 qs@16 d@80 dmin@82
   static constexpr int kBlock = 256, kStride = 84;
   static constexpr bool kHasMin = true;
+  static constexpr int kCodeMin = 0, kCodeMax = 3;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     const int h = j / 4, shift = 2 * (j % 4);
     float d = ld_f16(b + 80), dmin = ld_f16(b + 82);
@@ -148,6 +156,7 @@ template <>
 struct Decoder<11> {  // Q3_K: hmask@0 qs@32 scales@96 d@108
   static constexpr int kBlock = 256, kStride = 112;
   static constexpr bool kHasMin = false;
+  static constexpr int kCodeMin = -4, kCodeMax = 3;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     const int h = j / 4, jj = j % 4;
     const uint8_t* S = b + 96;
@@ -183,6 +192,7 @@ template <>
 struct Decoder<12> {  // Q4_K: d@0 dmin@2 scales@4 qs@16
   static constexpr int kBlock = 256, kStride = 144;
   static constexpr bool kHasMin = true;
+  static constexpr int kCodeMin = 0, kCodeMax = 15;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     int sc, m;
     scale_min_k4(j, b + 4, sc, m);
@@ -200,6 +210,7 @@ template <>
 struct Decoder<13> {  // Q5_K: d@0 dmin@2 scales@4 qh@16 qs@48
   static constexpr int kBlock = 256, kStride = 176;
   static constexpr bool kHasMin = true;
+  static constexpr int kCodeMin = 0, kCodeMax = 31;
   __device__ static void chunk(const uint8_t* b, int j, Chunk& c) {
     int sc, m;
     scale_min_k4(j, b + 4, sc, m);
@@ -220,6 +231,7 @@ template <>
 struct Decoder<14> {
   static constexpr int kBlock = 256, kBytes = 210;
   static constexpr bool kHasMin = false, kSplit = true;
+  static constexpr int kCodeMin = -32, kCodeMax = 31;
   __device__ static void chunk(const uint8_t* row, int64_t nb, int64_t blk, int j, Chunk& c) {
     const uint8_t* b = row + 192 * blk;
     const int h = j / 4, u = j % 4;
@@ -243,6 +255,7 @@ template <>
 struct Decoder<20> {  // IQ4_NL: d@2 qs@4
   static constexpr int kBlock = 32, kStride = 20;
   static constexpr bool kHasMin = false;
+  static constexpr int kCodeMin = -127, kCodeMax = 113;
   __device__ static void chunk(const uint8_t* b, int, Chunk& c) {
     set_affine(c, ld_f16(b + 2), 0.0f);
 #pragma unroll
@@ -258,6 +271,7 @@ template <>
 struct Decoder<23> {  // IQ4_XS: d@0 scales_h@2 scales_l@4 qs@8
   static constexpr int kBlock = 256, kStride = 136;
   static constexpr bool kHasMin = false;
+  static constexpr int kCodeMin = -127, kCodeMax = 113;
   __device__ static void chunk(const uint8_t* b, int ib, Chunk& c) {
     uint32_t scales_h = ld_u16(b + 2);
     int lo = (b[4 + ib / 2] >> (4 * (ib % 2))) & 15;
@@ -318,6 +332,76 @@ __device__ __forceinline__ void pack_chunk(const Chunk& ch, uint32_t (&packed)[1
     }
     packed[e / 2] = pair[0] | (pair[1] << 16);
   }
+}
+
+// pack_chunk's values for the tile GEMM, without its four conversions an
+// element (the int-to-float and float-to-T ones run at a quarter of the FP32
+// rate on the H200, and they bounded the batch-64 GEMMs). A code q, shifted
+// to u = q - kCodeMin >= 0, goes into the mantissa of the T whose exponent
+// makes it kMagic + u exactly (bf16 0x43uu = 128 + u for u < 128; half
+// 0x64uu = 1024 + u for u < 1024). Adding kCodeMin - kMagic gives q exactly,
+// then T's paired FMA takes a * q + b with a and b rounded to T: the value
+// can differ from pack_chunk's by about one unit of T's last place. Needs
+// the codes' span to fit the mantissa (fast_pack_fits).
+template <typename T>
+struct PackMagic;
+template <>
+struct PackMagic<__nv_bfloat16> {
+  static constexpr uint32_t kHigh = 0x43;  // 0x4300 = 128.0
+  static constexpr int kValue = 128, kSpan = 127;
+  using T2 = __nv_bfloat162;
+  __device__ static T2 pair(float v) { return __float2bfloat162_rn(v); }
+};
+template <>
+struct PackMagic<__half> {
+  static constexpr uint32_t kHigh = 0x64;  // 0x6400 = 1024.0
+  static constexpr int kValue = 1024, kSpan = 1023;
+  using T2 = __half2;
+  __device__ static T2 pair(float v) { return __float2half2_rn(v); }
+};
+
+template <int TYPE, typename T>
+__host__ __device__ constexpr bool fast_pack_fits() {
+  return Decoder<TYPE>::kCodeMax - Decoder<TYPE>::kCodeMin <= PackMagic<T>::kSpan;
+}
+
+template <int TYPE, typename T>
+__device__ __forceinline__ void pack_chunk_fast(const Chunk& ch, uint32_t (&packed)[16]) {
+  using D = Decoder<TYPE>;
+  using M = PackMagic<T>;
+  using T2 = typename M::T2;
+  static_assert(fast_pack_fits<TYPE, T>(), "the codes' span must fit T's mantissa");
+  // Bytewise q - kCodeMin (mod 256, so a negative minimum adds).
+  constexpr uint32_t kShift = static_cast<uint32_t>(static_cast<uint8_t>(D::kCodeMin)) * 0x01010101u;
+  const T2 to_code = M::pair(static_cast<float>(D::kCodeMin - M::kValue));
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const T2 a = M::pair(ch.a[h]), b = M::pair(ch.b[h]);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t u = kShift == 0 ? static_cast<uint32_t>(ch.q[4 * h + w])
+                                     : __vsub4(static_cast<uint32_t>(ch.q[4 * h + w]), kShift);
+      // Elements 4w, 4w+1 and 4w+2, 4w+3 of the half: byte i of u under the
+      // magic high byte, two to a word (the byte of M::kHigh is selector 4).
+#pragma unroll
+      for (int pr = 0; pr < 2; ++pr) {
+        const uint32_t bits = __byte_perm(u, M::kHigh, pr == 0 ? 0x4140 : 0x4342);
+        T2 q = *reinterpret_cast<const T2*>(&bits);
+        q = __hadd2(q, to_code);
+        const T2 v = D::kHasMin ? __hfma2(q, a, b) : __hmul2(q, a);
+        packed[8 * h + 2 * w + pr] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+    }
+  }
+}
+
+// The tile GEMM's W values: the fast form when the codes fit, else the exact one.
+template <int TYPE, typename T>
+__device__ __forceinline__ void pack_chunk_for_gemm(const Chunk& ch, uint32_t (&packed)[16]) {
+  if constexpr (fast_pack_fits<TYPE, T>())
+    pack_chunk_fast<TYPE, T>(ch, packed);
+  else
+    pack_chunk<TYPE, T>(ch, packed);
 }
 
 template <int T>

@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kThreads)
       if (row < n && c < chunks) {
         Chunk ch;
         decode_chunk<TYPE>(w + row * rb, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), ch);
-        pack_chunk<TYPE, T>(ch, packed);
+        pack_chunk_for_gemm<TYPE, T>(ch, packed);
       }
       auto* dst = reinterpret_cast<uint4*>(w_s + r * kLd + cc * 32);
 #pragma unroll

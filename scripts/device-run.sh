@@ -50,6 +50,12 @@
 #              batch64), TRACE_BF16=1 also the 8B bf16 decode512; each
 #              summarized by bench/engine/trace_table.py into trace_LABEL.txt
 #              (per kernel: busy and idle advance of the step's end)
+#   engineab   each of ENGINE_PATCHES applied alone (v1, v2, ...) against the
+#              tree as carried (v0): aph_bench_engine AB_CASES (default
+#              decode512) on AB_MODELS
+#              ("smol", "q4km", "real" or several; default smol), the builds' runs
+#              interleaved over AB_ROUNDS rounds (engine_ab.txt; a patch is
+#              the reverse of the change under test, `git diff -R`)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
 set -uo pipefail
@@ -301,28 +307,47 @@ if want profile; then
   done
 fi
 if want stalls; then
-  step "ncu stall reasons of sampler kernels (every-stage chain)"
-  four_layer_q4km
-  source bench/samplers/chains.sh
+  # STALL_MODEL=smol: the random 135M Q4_0 at batch 1, greedy (kernels
+  # matvec_kernel|decode_kernel by default) instead of the 4-layer Q4_K_M
+  # sampling with every stage.
+  if [ "${STALL_MODEL:-chain}" = smol ]; then
+    step "ncu stall reasons (135M Q4_0, greedy)"
+    smol_model
+    stall_model=$SMOL stall_sampling=() stall_default="matvec_kernel|decode_kernel"
+  else
+    step "ncu stall reasons of sampler kernels (every-stage chain)"
+    four_layer_q4km
+    source bench/samplers/chains.sh
+    stall_model=/tmp/aph-profile/q4km.gguf stall_sampling=(--sampling "$EVERY_STAGE")
+    stall_default="temperature_kernel|threshold_kernel|top_k_kernel"
+  fi
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  timeout 240 $NCU --clock-control none --kernel-name "regex:${STALL_KERNELS:-temperature_kernel|threshold_kernel|top_k_kernel}" \
+  [ "${STALL_KERNELS:-}" = - ] ||  # "-": only the SOURCE_KERNELS views
+  timeout 240 $NCU --clock-control none --kernel-name "regex:${STALL_KERNELS:-$stall_default}" \
     --launch-skip 60 --launch-count 14 --section SpeedOfLight --section WarpStateStats --section LaunchStats \
     --section SchedulerStats --section Occupancy --section SourceCounters \
-    $BIN/aph_bench_engine --model /tmp/aph-profile/q4km.gguf --label stalls --cases decode512 \
-    --kv-cache-memory $((1 << 30)) --plugins "$APH_PLUGIN_DIR" --sampling "$EVERY_STAGE" \
+    $BIN/aph_bench_engine --model $stall_model --label stalls --cases decode512 \
+    --kv-cache-memory $((1 << 30)) --plugins "$APH_PLUGIN_DIR" "${stall_sampling[@]}" \
     > "$OUT/stalls.txt" 2> "$OUT/stalls.log"
-  record "ncu stalls" $? stalls.log
-  # SOURCE_KERNELS (regex; none by default): each one's first launch after
-  # STALL_SKIP of them, SASS line by line (executed instructions, stall samples)
-  for k in ${SOURCE_KERNELS:-}; do
+  [ "${STALL_KERNELS:-}" = - ] || record "ncu stalls" $? stalls.log
+  # SOURCE_KERNELS (regexes over demangled names, template arguments
+  # included; none by default): each one's first launch after STALL_SKIP of
+  # them (K=N in the list: N for that kernel), SASS line by line (executed
+  # instructions, stall samples), caches left warm as in a decode step
+  for ks in ${SOURCE_KERNELS:-}; do
+    k=${ks%%=*} skip=${STALL_SKIP:-8}
+    [ "$k" != "$ks" ] && skip=${ks#*=}
     rm -f /tmp/aph-src.ncu-rep
-    timeout 120 $NCU --clock-control none --kernel-name "regex:$k" --launch-skip ${STALL_SKIP:-8} --launch-count 1 \
+    timeout 120 $NCU --clock-control none --cache-control none --kernel-name-base demangled \
+      --kernel-name "regex:$k" --launch-skip $skip --launch-count 1 \
       --section SourceCounters --section WarpStateStats --import-source no -o /tmp/aph-src \
-      $BIN/aph_bench_engine --model /tmp/aph-profile/q4km.gguf --label stalls --cases decode512 \
-      --kv-cache-memory $((1 << 30)) --plugins "$APH_PLUGIN_DIR" --sampling "$EVERY_STAGE" >> "$OUT/stalls.log" 2>&1
-    $NCU -i /tmp/aph-src.ncu-rep --page source --csv --print-source sass > "$OUT/sass_${k//[^a-z_]/}.csv" 2>> "$OUT/stalls.log"
+      $BIN/aph_bench_engine --model $stall_model --label stalls --cases decode512 \
+      --kv-cache-memory $((1 << 30)) --plugins "$APH_PLUGIN_DIR" "${stall_sampling[@]}" >> "$OUT/stalls.log" 2>&1
+    name=${k%%<*}
+    name=${name//[^a-z_]/}
+    $NCU -i /tmp/aph-src.ncu-rep --page source --csv --print-source sass > "$OUT/sass_$name.csv" 2>> "$OUT/stalls.log"
     record "ncu source $k" $? stalls.log
-    python3 bench/engine/sass_table.py "$OUT/sass_${k//[^a-z_]/}.csv" > "$OUT/sass_${k//[^a-z_]/}.txt" 2>&1
+    python3 bench/engine/sass_table.py "$OUT/sass_$name.csv" > "$OUT/sass_$name.txt" 2>&1
   done
 fi
 trace_case() {  # label model case: one engine run under the CUPTI tracer
@@ -331,7 +356,7 @@ trace_case() {  # label model case: one engine run under the CUPTI tracer
     timeout 200 $BIN/aph_bench_engine --model "$2" --label "trace-$1" --cases "$3" --plugins "$APH_PLUGIN_DIR" \
     >> "$OUT/bench_engine.txt" 2>> "$OUT/trace.log"
   record "traced run $1" $? trace.log
-  python3 bench/engine/trace_table.py $csv > "$OUT/trace_$1.txt" 2>&1
+  python3 bench/engine/trace_table.py $csv ${TRACE_LIST:+--list $TRACE_LIST} > "$OUT/trace_$1.txt" 2>&1
   record "trace table $1" $? "trace_$1.txt"
   rm -f $csv
 }
@@ -344,6 +369,51 @@ if want trace; then
     for c in ${TRACE_CASES-decode512 ctx8k batch64}; do trace_case "q4km-$c" "$Q4KM" $c; done
   fi
   [ "${TRACE_BF16:-0}" = 1 ] && trace_case bf16-decode512 "$CACHE/llama3-8b-bf16" decode512
+fi
+if want engineab; then
+  step "engine A/B"
+  ab_models=${AB_MODELS:-smol}
+  smol_model
+  [[ " $ab_models " == *" q4km "* ]] && q4km_model
+  E=/tmp/aph-eab
+  rm -rf $E && mkdir -p $E/v0 && cp -r build-device/plugins $BIN/aph_bench_engine $E/v0/
+  variants=(v0)
+  n=0
+  for p in ${ENGINE_PATCHES:-}; do
+    v=v$((++n))
+    if patch -p1 --forward < "$p" >> "$OUT/engine_ab.log" 2>&1 &&
+       bash scripts/device-build.sh --target aph_bench_engine aph_quant_gguf >> "$OUT/engine_ab.log" 2>&1; then
+      mkdir -p $E/$v && cp -r build-device/plugins $BIN/aph_bench_engine $E/$v/ && variants+=($v)
+      echo "$v: $p" >> "$OUT/engine_ab.txt"
+    else
+      record "engine A/B: $p" 1 engine_ab.log
+    fi
+    patch -p1 -R < "$p" >> "$OUT/engine_ab.log" 2>&1
+  done
+  for r in $(seq "${AB_ROUNDS:-3}"); do
+    for v in "${variants[@]}"; do
+      for mname in $ab_models; do
+        case $mname in
+          q4km) model=$Q4KM ;;
+          real) model=models/SmolLM2-135M-Instruct.Q4_1.gguf ;;  # the realmodel step's file
+          *) model=$SMOL ;;
+        esac
+        timeout 150 $E/$v/aph_bench_engine --model "$model" --label "$v-$mname" --cases "${AB_CASES:-decode512}" \
+          --plugins $E/$v/plugins 2>> "$OUT/engine_ab.log" | grep RESULT >> "$OUT/engine_ab.txt"
+      done
+    done
+  done
+  python3 - "$OUT/engine_ab.txt" <<'PY' >> "$OUT/engine_ab.txt"
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    p = line.split("\t")
+    if p[0] == "RESULT":
+        runs[p[1] + " " + p[2]].append(float(p[3]))
+for label, v in sorted(runs.items()):
+    print(f"{label:32s} median {statistics.median(v):8.1f} tok/s  runs " + " ".join(f"{x:.1f}" for x in v))
+PY
+  record "engine A/B" 0 engine_ab.txt
 fi
 if want prepare; then
   step "bench models"
@@ -364,7 +434,7 @@ if want bench; then
 fi
 
 step "done"
-for f in phases price_ab bench_attention bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run kernels_decode512 kernels_batch64; do
+for f in phases price_ab engine_ab bench_attention bench_decode_ops bench_samplers bench_gguf_matvec bench_engine price_chain bench_run kernels_decode512 kernels_batch64; do
   [ -s "$OUT/$f.txt" ] && { echo "==== $f"; head -40 "$OUT/$f.txt"; }
 done
 for f in "$OUT"/trace_*.txt; do [ -s "$f" ] && { echo "==== $f"; head -${TRACE_HEAD:-24} "$f"; }; done

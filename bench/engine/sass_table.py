@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--hot", type=int, default=1000, help="executions that make an instruction hot")
     ap.add_argument("--min-share", type=float, default=0.02,
                     help="regions below this share of instructions and of samples are left out")
+    ap.add_argument("--top", type=int, default=15,
+                    help="the instructions with the most stall samples, listed with their main reasons")
     args = ap.parse_args()
     title, header, rows = load(args.csv)
     col = {name: i for i, name in enumerate(header)}
@@ -78,6 +80,22 @@ def main():
         first = rows[g["first"]][source].strip()[:36]
         print(f"{g['first']:>5}-{g['last']:<5} {g['kind']:4} {g['instr']:>9} {g['instr'] / total:>6.1%} "
               f"{g['samples']:>7}  {first}; {ops}")
+
+    # A latency-bound kernel (a short matvec, a decode attention of a few
+    # tiles) has no hot loop: what it waits on is a few instructions, each
+    # with its stall reason (long_scoreboard: a global load's data; barrier;
+    # membar; ...).
+    reasons = [(name[len("stall_"):], i) for name, i in col.items()
+               if name.startswith("stall_") and "Not Issued" not in name]
+    print(f"\n{'line':>5} {'samples':>7} {'share':>6}  instruction; main stall reasons")
+    for i in sorted(range(len(rows)), key=lambda i: -count(rows[i][sampled]))[:args.top]:
+        r = rows[i]
+        n = count(r[sampled])
+        if n == 0:
+            break
+        why = sorted(((count(r[j]), k) for k, j in reasons), reverse=True)[:3]
+        print(f"{i:>5} {n:>7} {n / max(samples, 1):>6.1%}  {r[source].strip()[:48]}; "
+              + ", ".join(f"{k} {v}" for v, k in why if v > 0))
 
 
 if __name__ == "__main__":

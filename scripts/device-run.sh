@@ -55,7 +55,9 @@
 #              decode512) on AB_MODELS
 #              ("smol", "q4km", "real" or several; default smol), the builds' runs
 #              interleaved over AB_ROUNDS rounds (engine_ab.txt; a patch is
-#              the reverse of the change under test, `git diff -R`)
+#              the reverse of the change under test, `git diff -R`, or an
+#              experiment; only aph_bench_engine, which holds the core, and
+#              the GGUF plugin are rebuilt for it)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
 set -uo pipefail
@@ -390,6 +392,9 @@ if want engineab; then
     fi
     patch -p1 -R < "$p" >> "$OUT/engine_ab.log" 2>&1
   done
+  # The tree as carried again, for the steps after this one.
+  [ -n "${ENGINE_PATCHES:-}" ] &&
+    bash scripts/device-build.sh --target aph_bench_engine aph_quant_gguf >> "$OUT/engine_ab.log" 2>&1
   for r in $(seq "${AB_ROUNDS:-3}"); do
     for v in "${variants[@]}"; do
       for mname in $ab_models; do

@@ -172,6 +172,9 @@ std::vector<Setting> build_settings() {
       });
   add("engine.enforce_eager", {"--enforce-eager"}, T::Bool, "never capture CUDA graphs",
       [](DaemonConfig& c, const SettingValue& v) { c.engine.enforce_eager = as_bool(v); });
+  add("engine.overlap_decode", {"--overlap-decode"}, T::Bool,
+      "queue each decode step before the previous step's tokens reach the host",
+      [](DaemonConfig& c, const SettingValue& v) { c.engine.overlap_decode = as_bool(v); });
   add("engine.enable_prefix_caching", {"--enable-prefix-caching"}, T::Bool,
       "reuse KV blocks of shared prompt prefixes",
       [](DaemonConfig& c, const SettingValue& v) { c.engine.enable_prefix_caching = as_bool(v); });

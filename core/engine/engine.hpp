@@ -33,6 +33,11 @@ struct EngineConfig {
   int block_size = 16;
   int max_waiting = 1024;  // queue bound: beyond it submit() answers APH_ERR_BUSY
   bool enforce_eager = false;
+  // Queue a decode step before the previous step's tokens reach the host
+  // (the sampler feeds them on the device), so the GPU does not idle while
+  // the host reads tokens and schedules. Only for steps of decodes alone
+  // with nothing waiting.
+  bool overlap_decode = false;
   bool enable_prefix_caching = true;
   std::vector<std::string> sampler_order;  // empty = each stage's default position
   int cpu_threads = 0;                     // 0 = all cores
@@ -54,6 +59,7 @@ struct EngineStats {
   uint64_t prefix_cache_queries = 0;  // blocks looked up
   uint64_t prefix_cache_hits = 0;
   uint64_t preemptions = 0;
+  uint64_t overlapped_steps = 0;  // steps queued before the previous step's tokens were read
   uint64_t requests_finished = 0;
   int64_t num_kv_blocks = 0;
   Histogram time_to_first_token;

@@ -67,6 +67,7 @@ EngineImpl::EngineImpl(const EngineConfig& config, std::unique_ptr<model::ModelR
   for (int32_t id = 0; id < token_vocab_size_; ++id)
     chain_options.token_bytes.push_back(tokenizer_.token_bytes(id));
   chain_ = sampling::SamplerChain::create(plugins, chain_options);
+  dropped_row_sampling_ = chain_->prepare(boost::json::object{});
 
   default_template_ = config_.chat_template.empty() ? info.chat_template : config_.chat_template;
 
@@ -273,10 +274,13 @@ void EngineImpl::loop() {
     }
     take_inbox();
     handle_cancels();
-    if (scheduler_->has_work()) {
+    // A queued step is sampled even when its sequences all ended meanwhile:
+    // it points at them, and they are retired below.
+    if (scheduler_->has_work() || queued_step_) {
       try {
         step();
       } catch (const std::exception& e) {
+        queued_step_.reset();
         // A failure outside any one request's data (the device, a kernel):
         // the requests of this step fail, the engine keeps serving.
         log->error("engine step failed: {}", e.what());
@@ -292,6 +296,7 @@ void EngineImpl::loop() {
     retire_finished();
     queued_.store(scheduler_->num_waiting());
   }
+  queued_step_.reset();
   if (phases_.enabled()) log->info("{}", phases_.summary());
   // Shutdown: every open request ends as aborted so no reader waits forever.
   take_inbox();

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +51,16 @@ struct ActiveRequest {
   int open_choices = 0;
 };
 
+// A decode step queued before the tokens of the step before it reached the
+// host (EngineConfig::overlap_decode): its sequences, each scheduled for one
+// token that the sampler fed on the device, and its logits. A sequence that
+// ended after the step was queued has seq == nullptr: its row is sampled and
+// dropped.
+struct QueuedStep {
+  sched::SchedulerOutput out;
+  Tensor logits;
+};
+
 class EngineImpl final : public Engine {
  public:
   EngineImpl(const EngineConfig& config, std::unique_ptr<model::ModelRunner> runner,
@@ -74,6 +85,15 @@ class EngineImpl final : public Engine {
   void take_inbox();
   void handle_cancels();
   void step();
+  // Queues the step after `out` (overlap_decode) while the sampler's work for
+  // `out` is in flight, when it is a step of decodes alone that the
+  // scheduler will repeat: each sequence gets a placeholder token, which
+  // output processing replaces. Never throws: a step it cannot queue is
+  // left to the next schedule().
+  std::optional<QueuedStep> queue_next_decode(const sched::SchedulerOutput& out);
+  // Undoes queue_next_decode's placeholders (the step's KV writes are
+  // overwritten when the scheduler runs those positions again).
+  static void drop_queued(const sched::SchedulerOutput& out);
   // Fails one request (ERROR event) and frees its blocks.
   void fail_request(ActiveRequest* req, aph_status code, const std::string& message);
   void abort_request(ActiveRequest* req);
@@ -96,6 +116,9 @@ class EngineImpl final : public Engine {
   model::KvDtype kv_dtype_ = model::KvDtype::F32;
   int max_blocks_per_seq_ = 0;
   std::unique_ptr<sampling::SamplerChain> chain_;
+  // Sampling for the rows of sequences that ended after their step was
+  // queued: some valid parameters; the row's token is dropped.
+  std::unique_ptr<sampling::RequestSampling> dropped_row_sampling_;
   std::unique_ptr<kv::BlockManager> blocks_;
   std::unique_ptr<sched::Scheduler> scheduler_;
 
@@ -116,6 +139,7 @@ class EngineImpl final : public Engine {
 
   // Engine thread only.
   std::vector<std::unique_ptr<ActiveRequest>> active_;
+  std::optional<QueuedStep> queued_step_;
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;

@@ -28,34 +28,51 @@ boost::json::array bytes_array(const std::string& bytes) {
 void EngineImpl::step() {
   phases_.mark(StepPhases::kLoop);
   StepPhases::Scope phase_scope(phases_);
-  sched::SchedulerOutput out = scheduler_->schedule();
-  if (out.empty()) return;
-  const model::StepBatch batch = build_step_batch(out, blocks_->block_size(), max_blocks_per_seq_);
-  phase_scope.keep = batch.decode_only();
-  phases_.mark(StepPhases::kSchedule);
-
+  sched::SchedulerOutput out;
   Tensor logits;
-  try {
-    logits = runner_->forward(batch);
-  } catch (const std::exception& e) {
-    logger("engine")->error("forward failed for a batch of {} sequences: {}", out.seqs.size(),
-                            e.what());
-    for (const auto& s : out.seqs) {
-      auto* c = static_cast<Choice*>(s.seq->owner);
-      if (!c->finished)
-        fail_request(c->request, status_of(e), std::string("model forward failed: ") + e.what());
+  if (queued_step_) {  // scheduled, fed and completed during the last step
+    out = std::move(queued_step_->out);
+    logits = queued_step_->logits;
+    queued_step_.reset();
+    phase_scope.keep = true;
+    phases_.mark(StepPhases::kSchedule);
+    phases_.mark(StepPhases::kForward);
+  } else {
+    out = scheduler_->schedule();
+    if (out.empty()) return;
+    const model::StepBatch batch = build_step_batch(out, blocks_->block_size(), max_blocks_per_seq_);
+    phase_scope.keep = batch.decode_only();
+    phases_.mark(StepPhases::kSchedule);
+    try {
+      logits = runner_->forward(batch);
+    } catch (const std::exception& e) {
+      logger("engine")->error("forward failed for a batch of {} sequences: {}", out.seqs.size(),
+                              e.what());
+      for (const auto& s : out.seqs) {
+        auto* c = static_cast<Choice*>(s.seq->owner);
+        if (!c->finished)
+          fail_request(c->request, status_of(e), std::string("model forward failed: ") + e.what());
+      }
+      return;
     }
-    return;
+    scheduler_->complete(out);
+    phases_.mark(StepPhases::kForward);
   }
-  scheduler_->complete(out);
-  phases_.mark(StepPhases::kForward);
 
+  // sampled[i] is null for a row whose sequence ended after its step was
+  // queued: it is sampled with placeholder parameters and dropped.
   std::vector<Choice*> sampled;
   std::vector<sampling::RowInput> rows;
   bool want_logprobs = false;
+  bool any_live = false;
   for (const auto& s : out.seqs) {
     if (!s.sample) continue;
-    auto* c = static_cast<Choice*>(s.seq->owner);
+    auto* c = s.seq ? static_cast<Choice*>(s.seq->owner) : nullptr;
+    if (c == nullptr || c->finished) {
+      sampled.push_back(nullptr);
+      rows.push_back({.sampling = dropped_row_sampling_.get(), .seed = 0, .step = 0});
+      continue;
+    }
     const GenerationParams& p = c->request->params;
     sampled.push_back(c);
     rows.push_back({.sampling = p.sampling.get(),
@@ -66,15 +83,33 @@ void EngineImpl::step() {
                     .seed = p.sampling->seed() + c->index,
                     .step = static_cast<uint64_t>(c->output->num_output_tokens())});
     want_logprobs = want_logprobs || p.logprobs >= 0;
+    any_live = true;
   }
-  if (rows.empty()) return;
+  if (!any_live) return;
 
   std::vector<int32_t> chosen;
   std::vector<sampling::TokenLogprobs> logprobs;
   std::vector<bool> row_failed(rows.size(), false);
+  std::optional<QueuedStep> next;
+  bool batch_sampled = false;
   try {
-    chain_->sample(logits, rows, chosen, want_logprobs ? &logprobs : nullptr);
-  } catch (const std::exception& batch_error) {
+    chain_->begin(logits, rows, want_logprobs);
+    batch_sampled = true;
+  } catch (const std::exception&) {
+  }
+  if (batch_sampled) {
+    next = queue_next_decode(out);
+    try {
+      chain_->end(chosen, want_logprobs ? &logprobs : nullptr);
+    } catch (const std::exception&) {
+      if (next) {  // the queued step overwrote these logits: no row can be sampled again
+        drop_queued(next->out);
+        throw;
+      }
+      batch_sampled = false;
+    }
+  }
+  if (!batch_sampled) {
     // Find the row at fault so only its request fails.
     chosen.assign(rows.size(), -1);
     logprobs.assign(rows.size(), {});
@@ -88,8 +123,8 @@ void EngineImpl::step() {
         if (want_logprobs) logprobs[i] = one_lp.at(0);
       } catch (const std::exception& e) {
         row_failed[i] = true;
-        fail_request(sampled[i]->request, status_of(e),
-                     std::string("sampling failed: ") + e.what());
+        if (sampled[i] != nullptr)
+          fail_request(sampled[i]->request, status_of(e), std::string("sampling failed: ") + e.what());
       }
     }
   }
@@ -99,14 +134,17 @@ void EngineImpl::step() {
   uint64_t new_prompt_tokens = 0;
   for (size_t i = 0; i < sampled.size(); ++i) {
     Choice* c = sampled[i];
-    if (row_failed[i] || c->finished) continue;
+    if (c == nullptr || row_failed[i] || c->finished) continue;
     ActiveRequest* r = c->request;
     const int32_t token = chosen[i];
     try {
       if (token < 0 || token >= vocab_size_)
         throw Error(APH_ERR_INTERNAL,
                     "sampler chose token " + std::to_string(token) + " outside the vocabulary");
-      c->seq.tokens.push_back(token);
+      if (next)  // the queued step gave this sequence a placeholder, fed on the device
+        c->seq.tokens.back() = token;
+      else
+        c->seq.tokens.push_back(token);
       boost::json::array lp;
       const bool has_lp = r->params.logprobs >= 0;
       if (has_lp) {
@@ -146,10 +184,67 @@ void EngineImpl::step() {
     }
   }
 
+  if (next) {
+    // The placeholders are real tokens now, so the queued step's positions
+    // count as computed (complete() publishes full blocks by their tokens).
+    // Sequences that ended keep a row that is dropped next step.
+    sched::SchedulerOutput computed;
+    for (sched::ScheduledSeq& s : next->out.seqs) {
+      if (static_cast<Choice*>(s.seq->owner)->finished) {
+        s.seq = nullptr;
+        continue;
+      }
+      computed.seqs.push_back(s);
+    }
+    scheduler_->complete(computed);
+    queued_step_ = std::move(next);
+  }
+
   std::lock_guard lock(stats_mu_);
   stats_.prompt_tokens += new_prompt_tokens;
-  stats_.generation_tokens += sampled.size();
+  for (const Choice* c : sampled) stats_.generation_tokens += c != nullptr ? 1 : 0;
+  stats_.overlapped_steps += queued_step_ ? 1 : 0;
   phases_.mark(StepPhases::kOutput);
+}
+
+std::optional<QueuedStep> EngineImpl::queue_next_decode(const sched::SchedulerOutput& out) {
+  if (!config_.overlap_decode || !out.preempted.empty() || scheduler_->num_waiting() > 0 ||
+      scheduler_->num_running() != static_cast<int>(out.seqs.size()))
+    return std::nullopt;
+  // The scheduler picks exactly these sequences again, one token each, when
+  // every one of them is a decode with room for another token and blocks
+  // for it are free (nothing to preempt, nothing waiting to admit).
+  kv::BlockManager& blocks = scheduler_->block_manager();
+  int need = 0;
+  for (const sched::ScheduledSeq& s : out.seqs) {
+    if (s.seq == nullptr || !s.sample || s.num_new_tokens != 1) return std::nullopt;
+    const sched::Sequence& q = *s.seq;
+    if (static_cast<Choice*>(q.owner)->finished || q.remaining() != 0 || q.num_tokens() + 1 > max_model_len_)
+      return std::nullopt;
+    need += blocks.blocks_needed(q.blocks, q.num_tokens() + 1);
+  }
+  if (!blocks.can_allocate(need)) return std::nullopt;
+  for (const sched::ScheduledSeq& s : out.seqs) s.seq->tokens.push_back(s.seq->tokens.back());
+  try {
+    QueuedStep next;
+    next.out = scheduler_->schedule();
+    bool same = next.out.preempted.empty() && next.out.seqs.size() == out.seqs.size();
+    for (size_t i = 0; same && i < out.seqs.size(); ++i)
+      same = next.out.seqs[i].seq == out.seqs[i].seq && next.out.seqs[i].num_new_tokens == 1 && next.out.seqs[i].sample;
+    if (!same) throw Error(APH_ERR_INTERNAL, "the scheduler chose other sequences");
+    const model::StepBatch batch = build_step_batch(next.out, blocks_->block_size(), max_blocks_per_seq_);
+    next.logits = runner_->forward_fed(batch, chain_->chosen_ids());
+    return next;
+  } catch (const std::exception& e) {
+    logger("engine")->warn("the next decode step was not queued early: {}", e.what());
+    drop_queued(out);
+    return std::nullopt;
+  }
+}
+
+void EngineImpl::drop_queued(const sched::SchedulerOutput& out) {
+  for (const sched::ScheduledSeq& s : out.seqs)
+    if (s.seq != nullptr) s.seq->tokens.pop_back();
 }
 
 void EngineImpl::update_gauges() {

@@ -64,6 +64,10 @@ void DeviceContext::upload(void* dst, const void* src, size_t bytes) {
   ck(cudaEventRecord(static_cast<cudaEvent_t>(upload_done_), S(stream_)), "cudaEventRecord");
 }
 
+void DeviceContext::copy_on_device(void* dst, const void* src, size_t bytes) {
+  ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, S(stream_)), "cudaMemcpyAsync (fed token ids)");
+}
+
 void DeviceContext::wait_staging() {
   ck(cudaEventSynchronize(static_cast<cudaEvent_t>(upload_done_)), "cudaEventSynchronize");
 }
@@ -109,6 +113,7 @@ DeviceContext::DeviceContext(int32_t device) : device_(device) { no_cuda(); }
 DeviceContext::~DeviceContext() = default;
 void* DeviceContext::staging(size_t) { no_cuda(); }
 void DeviceContext::upload(void*, const void*, size_t) { no_cuda(); }
+void DeviceContext::copy_on_device(void*, const void*, size_t) { no_cuda(); }
 void DeviceContext::wait_staging() { no_cuda(); }
 int64_t DeviceContext::used_bytes() const { return 0; }
 void DeviceContext::begin_capture() { no_cuda(); }

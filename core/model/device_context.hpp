@@ -23,6 +23,8 @@ class DeviceContext {
   // Async host -> device copy on the stream; the staging buffer may be rewritten
   // after the next wait_staging().
   void upload(void* dst, const void* src, size_t bytes);
+  // A device-to-device copy on the stream (ids fed from the sampler).
+  void copy_on_device(void* dst, const void* src, size_t bytes);
   void wait_staging();
   // Bytes of device memory in use now (cudaMemGetInfo), for profiling.
   int64_t used_bytes() const;

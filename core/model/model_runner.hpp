@@ -3,11 +3,14 @@
 #pragma once
 
 #include <boost/json.hpp>
+
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/common/error.hpp"
 #include "core/common/tensor.hpp"
 #include "core/plugins/registry.hpp"
 #include "core/text/tokenizer.hpp"
@@ -78,6 +81,19 @@ class ModelRunner {
   // Runs the step. Returns F32 logits [logits_indices.size(), vocab] on the
   // runner's device, valid until the next forward().
   virtual Tensor forward(const StepBatch& batch) = 0;
+  // forward() of a decode-only batch whose token ids are not on the host
+  // yet: ids[i] (on the runner's device, one per sequence) replaces
+  // batch.token_ids[i] in stream order, so the step can be queued before the
+  // previous step's sampling has finished. The default serves CPU runners,
+  // where ids is host memory.
+  virtual Tensor forward_fed(const StepBatch& batch, const int32_t* ids) {
+    if (device() != APH_DEVICE_CPU)
+      throw Error(APH_ERR_UNSUPPORTED, "model runner: this runner cannot take token ids from the device");
+    if (!batch.decode_only()) throw invalid_argument("forward_fed: a batch of decodes only");
+    StepBatch fed = batch;
+    std::copy(ids, ids + fed.n_seqs(), fed.token_ids.begin());
+    return forward(fed);
+  }
   // The stream all of the step's work runs on (nullptr on CPU).
   virtual void* stream() const = 0;
 };

@@ -309,6 +309,7 @@ Runner::Meta Runner::stage(const StepBatch& b, int64_t padded_seqs, int32_t tabl
   const size_t total = off_[6] + (b.logits_indices.size() + (sp - s)) * 4;
   device_ctx_->upload(meta_dev_.data(), host, total);
   char* dev = static_cast<char*>(meta_dev_.data());
+  if (fed_ids_ != nullptr) device_ctx_->copy_on_device(dev + off_[0], fed_ids_, static_cast<size_t>(t) * sizeof(int32_t));
   auto view = [&](int i, int64_t n, aph_dtype dt) { return Tensor::borrow(dev + off_[i], {n}, dt, device_); };
   m.ids = view(0, tp, APH_DTYPE_I32);
   m.positions = view(1, tp, APH_DTYPE_I32);
@@ -425,6 +426,18 @@ Tensor Runner::forward(const StepBatch& b) {
   for (int64_t i = 0; in_order && i < t; ++i) in_order = b.logits_indices[i] == i;
   return run(meta, t, s, b.max_blocks_per_seq, max_q, max_ctx, short_contexts,
              static_cast<int64_t>(b.logits_indices.size()), in_order);
+}
+
+Tensor Runner::forward_fed(const StepBatch& b, const int32_t* ids) {
+  if (!device_ctx_) return ModelRunner::forward_fed(b, ids);
+  if (!b.decode_only()) throw invalid_argument("forward_fed: a batch of decodes only");
+  if (ids == nullptr) throw invalid_argument("forward_fed: no token ids");
+  struct Unset {
+    const int32_t*& ids;
+    ~Unset() { ids = nullptr; }
+  } unset{fed_ids_};
+  fed_ids_ = ids;
+  return forward(b);
 }
 
 StepBatch Runner::padding_batch(int seqs, int32_t table_width) const {

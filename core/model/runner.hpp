@@ -25,6 +25,7 @@ class Runner final : public ModelRunner {
   int64_t profile_peak_bytes(int max_num_batched_tokens) override;
   void capture_decode_graphs(const std::vector<int>& batch_sizes, int max_blocks_per_seq) override;
   Tensor forward(const StepBatch& batch) override;
+  Tensor forward_fed(const StepBatch& batch, const int32_t* ids) override;
   void* stream() const override { return device_ctx_ ? device_ctx_->stream() : nullptr; }
 
  private:
@@ -49,6 +50,9 @@ class Runner final : public ModelRunner {
   ops::Exec exec() const;
 
   int32_t device_;
+  // forward_fed's token ids on the device: stage() copies them over the
+  // staged ids (set only for the duration of that call).
+  const int32_t* fed_ids_ = nullptr;
   int64_t baseline_bytes_ = 0;
   std::unique_ptr<DeviceContext> device_ctx_;
   std::unique_ptr<ops::ThreadPool> own_pool_;  // only when cpu_threads is set

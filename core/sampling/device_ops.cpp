@@ -29,6 +29,23 @@ void device_download(void* dst, const void* src, size_t bytes, void* stream) {
 }
 void device_sync(void* stream) { ok(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize"); }
 
+DeviceEvent::~DeviceEvent() {
+  if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+
+void DeviceEvent::record(void* stream) {
+  if (event_ == nullptr) {
+    cudaEvent_t e = nullptr;
+    ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+    event_ = e;
+  }
+  ok(cudaEventRecord(static_cast<cudaEvent_t>(event_), as_stream(stream)), "cudaEventRecord");
+}
+
+void DeviceEvent::wait() {
+  if (event_ != nullptr) ok(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)), "cudaEventSynchronize");
+}
+
 PinnedBuffer::~PinnedBuffer() {
   if (data_ != nullptr) cudaFreeHost(data_);
 }
@@ -51,6 +68,9 @@ void device_fill_i32(int32_t*, int32_t, size_t, void*) { no_cuda(); }
 void device_upload(void*, const void*, size_t, void*) { no_cuda(); }
 void device_download(void*, const void*, size_t, void*) { no_cuda(); }
 void device_sync(void*) { no_cuda(); }
+DeviceEvent::~DeviceEvent() = default;
+void DeviceEvent::record(void*) { no_cuda(); }
+void DeviceEvent::wait() {}
 PinnedBuffer::~PinnedBuffer() = default;
 void* PinnedBuffer::reserve(size_t) { no_cuda(); }
 #endif

@@ -12,6 +12,21 @@ void device_upload(void* dst, const void* src, size_t bytes, void* stream);
 void device_download(void* dst, const void* src, size_t bytes, void* stream);
 void device_sync(void* stream);
 
+// A point in the stream the host can wait for without waiting for what was
+// queued after it (the next step's forward, when the engine overlaps steps).
+class DeviceEvent {
+ public:
+  DeviceEvent() = default;
+  DeviceEvent(const DeviceEvent&) = delete;
+  DeviceEvent& operator=(const DeviceEvent&) = delete;
+  ~DeviceEvent();
+  void record(void* stream);
+  void wait();
+
+ private:
+  void* event_ = nullptr;
+};
+
 // Page-locked host memory, so an upload is one true async DMA. Grows on
 // demand; the caller must not refill it while an upload from it is in flight.
 class PinnedBuffer {

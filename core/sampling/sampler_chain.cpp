@@ -54,7 +54,13 @@ class ChainImpl final : public SamplerChain {
   ChainImpl(const PluginRegistry& plugins, const ChainOptions& options);
   std::unique_ptr<RequestSampling> prepare(const boost::json::object& request) const override;
   void sample(Tensor& logits, std::span<const RowInput> rows, std::vector<int32_t>& chosen,
-              std::vector<TokenLogprobs>* logprobs) override;
+              std::vector<TokenLogprobs>* logprobs) override {
+    begin(logits, rows, logprobs != nullptr);
+    end(chosen, logprobs);
+  }
+  void begin(Tensor& logits, std::span<const RowInput> rows, bool want_logprobs) override;
+  const int32_t* chosen_ids() const override { return chosen_ids_; }
+  void end(std::vector<int32_t>& chosen, std::vector<TokenLogprobs>* logprobs) override;
   std::vector<std::string> stage_names() const override;
 
   void destroy_params(size_t stage, void* params) const {
@@ -77,8 +83,19 @@ class ChainImpl final : public SamplerChain {
   Tensor chosen_device_;
   Tensor tokens_device_;
   PinnedBuffer tokens_staging_;
-  bool device_idle_ = true;  // the last sample() ended with a stream sync
+  // The last end() saw all of the chain's queued work done (its event is
+  // recorded after everything the chain queues).
+  bool device_idle_ = true;
   std::vector<aph_sampler_row> row_scratch_;
+  // What a begin() leaves for its end().
+  int64_t begun_rows_ = 0;
+  int64_t begun_vocab_ = 0;
+  std::vector<int32_t> begun_logprobs_;  // each row's logprobs() (-1: none)
+  std::vector<RawLogprobs> begun_raw_;
+  std::vector<int32_t> host_chosen_;     // a CPU chain's chosen ids
+  const int32_t* chosen_ids_ = nullptr;  // where they are on options_.device
+  PinnedBuffer chosen_staging_;          // a device chain's copy of them on the host
+  DeviceEvent chosen_ready_;             // recorded after that copy
 };
 
 RequestSamplingImpl::~RequestSamplingImpl() {
@@ -231,8 +248,7 @@ void ChainImpl::run_stage(size_t s, aph_sampler_batch& batch) {
   if (rc != APH_OK) throw Error(rc, "sampler stage " + std::string(stages_[s].stage->name) + ": " + err.message);
 }
 
-void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vector<int32_t>& chosen,
-                       std::vector<TokenLogprobs>* logprobs) {
+void ChainImpl::begin(Tensor& logits, std::span<const RowInput> rows, bool want_logprobs) {
   const int64_t n = static_cast<int64_t>(rows.size());
   if (logits.dtype() != APH_DTYPE_F32 || logits.rank() != 2 || logits.dim(0) != n) {
     throw invalid_argument("sampler chain: logits must be F32 [rows, vocab], got " + logits.describe());
@@ -254,10 +270,15 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
   }
 
   // Logprobs come from the raw logits, so read them before any stage runs.
-  std::vector<RawLogprobs> raw(n);
+  begun_rows_ = n;
+  begun_vocab_ = vocab;
+  begun_logprobs_.assign(n, -1);
+  std::vector<RawLogprobs>& raw = begun_raw_;
+  raw.assign(n, RawLogprobs{});
   std::vector<float> host_row;
   for (int64_t i = 0; i < n; ++i) {
-    if (logprobs == nullptr || req[i]->logprobs_ < 0) continue;
+    if (!want_logprobs || req[i]->logprobs_ < 0) continue;
+    begun_logprobs_[i] = req[i]->logprobs_;
     const float* src = logits.as<float>() + i * vocab;
     if (on_device) {
       host_row.resize(vocab);
@@ -269,8 +290,8 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
   }
 
   // chosen: -1 everywhere until a selection stage decides.
-  std::vector<int32_t> host_chosen(n, -1);
-  int32_t* chosen_ptr = host_chosen.data();
+  host_chosen_.assign(n, -1);
+  int32_t* chosen_ptr = host_chosen_.data();
   if (on_device) {
     if (!chosen_device_.defined() || chosen_device_.numel() < n) {
       chosen_device_ = Tensor::empty({std::max<int64_t>(n, 64)}, APH_DTYPE_I32, options_.device);
@@ -360,13 +381,30 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
     }
   }
 
+  chosen_ids_ = chosen_ptr;
   if (on_device) {
-    device_download(host_chosen.data(), chosen_ptr, n * sizeof(int32_t), options_.stream);
-    device_sync(options_.stream);
+    // Into page-locked memory: a copy to pageable memory would return only
+    // once the stream got there, and work queued behind it (the next step)
+    // could not overlap.
+    auto* staged = static_cast<int32_t*>(chosen_staging_.reserve(n * sizeof(int32_t)));
+    device_download(staged, chosen_ptr, n * sizeof(int32_t), options_.stream);
+    chosen_ready_.record(options_.stream);
+  }
+}
+
+void ChainImpl::end(std::vector<int32_t>& chosen, std::vector<TokenLogprobs>* logprobs) {
+  const int64_t n = begun_rows_;
+  std::vector<int32_t> host_chosen(n);
+  if (options_.device != APH_DEVICE_CPU) {
+    chosen_ready_.wait();
+    const auto* staged = static_cast<const int32_t*>(chosen_staging_.reserve(n * sizeof(int32_t)));
+    std::copy(staged, staged + n, host_chosen.begin());
     device_idle_ = true;
+  } else {
+    host_chosen = host_chosen_;
   }
   for (int64_t i = 0; i < n; ++i) {
-    if (host_chosen[i] < 0 || host_chosen[i] >= vocab) {
+    if (host_chosen[i] < 0 || host_chosen[i] >= begun_vocab_) {
       throw Error(APH_ERR_INTERNAL, "sampler chain: no selection stage chose a token for row " + std::to_string(i));
     }
   }
@@ -374,11 +412,12 @@ void ChainImpl::sample(Tensor& logits, std::span<const RowInput> rows, std::vect
   if (logprobs != nullptr) {
     logprobs->assign(n, TokenLogprobs{});
     for (int64_t i = 0; i < n; ++i) {
-      if (req[i]->logprobs_ < 0) continue;
+      if (begun_logprobs_[i] < 0) continue;
+      RawLogprobs& raw = begun_raw_[i];
       TokenLogprobs& out = (*logprobs)[i];
       out.chosen.token = chosen[i];
-      out.chosen.logprob = static_cast<float>(static_cast<double>(raw[i].logits[chosen[i]]) - raw[i].log_z);
-      out.top = std::move(raw[i].top);
+      out.chosen.logprob = static_cast<float>(static_cast<double>(raw.logits[chosen[i]]) - raw.log_z);
+      out.top = std::move(raw.top);
     }
   }
 }

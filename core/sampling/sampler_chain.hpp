@@ -95,6 +95,16 @@ class SamplerChain {
   // the end. Throws aph::Error when a stage fails.
   virtual void sample(Tensor& logits, std::span<const RowInput> rows, std::vector<int32_t>& chosen,
                       std::vector<TokenLogprobs>* logprobs) = 0;
+  // sample() in two halves, so the engine can queue the next step's forward
+  // between them. begin() runs or queues every stage and the copy of the
+  // chosen ids to the host; `rows` (and their token histories) are not read
+  // after it returns. chosen_ids() is where the chosen ids are on
+  // options.device ([rows], valid until the next begin()). end() waits for
+  // this sample's work only, then fills `chosen` and `logprobs` as sample()
+  // does. A begin() must be followed by its end() before the next begin().
+  virtual void begin(Tensor& logits, std::span<const RowInput> rows, bool want_logprobs) = 0;
+  virtual const int32_t* chosen_ids() const = 0;
+  virtual void end(std::vector<int32_t>& chosen, std::vector<TokenLogprobs>* logprobs) = 0;
 
   // The resolved default order (stage names), for logs and /metrics.
   virtual std::vector<std::string> stage_names() const = 0;

@@ -95,6 +95,9 @@ TEST(BatchInvariance, GreedyAloneEqualsInABatchOf64) {
   cfg.cpu_kv_cache_bytes = 64ll << 20;
   cfg.cpu_threads = 2;
   cfg.enable_prefix_caching = false;
+  // test_batch_invariance_overlap: decode steps queued before the previous
+  // step's tokens are read must not change a bit either.
+  cfg.overlap_decode = env("APH_TEST_OVERLAP_DECODE", "0") == "1";
   auto engine = aph::engine::Engine::create(cfg, plugins.registry());
   const aph_engine_api* api = engine->api();
 
@@ -119,6 +122,9 @@ TEST(BatchInvariance, GreedyAloneEqualsInABatchOf64) {
     ASSERT_FALSE(alone[i].logprobs.empty());
     EXPECT_EQ(batched[i].tokens, alone[i].tokens) << "request " << i;
     EXPECT_EQ(batched[i].logprobs, alone[i].logprobs) << "request " << i;
+  }
+  if (cfg.overlap_decode) {
+    EXPECT_GT(engine->stats().overlapped_steps, 0u);
   }
   engine->shutdown();
   fs::remove_all(model);

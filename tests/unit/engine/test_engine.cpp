@@ -6,6 +6,7 @@
 #include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "core/common/error.hpp"
@@ -96,8 +97,15 @@ Result run(const aph_engine_api* api, const std::string& json) {
   return r;
 }
 
+// test_engine_overlap runs every test again with steps overlapped.
+bool overlap_from_env() {
+  const char* v = std::getenv("APH_TEST_OVERLAP_DECODE");
+  return v != nullptr && std::string(v) == "1";
+}
+
 struct Fixture {
   explicit Fixture(EngineConfig cfg = {}, int64_t max_model_len = 256) {
+    if (overlap_from_env()) cfg.overlap_decode = true;
     auto r = std::make_unique<FakeRunner>(max_model_len);
     runner = r.get();
     if (cfg.served_model_name.empty()) cfg.served_model_name = "fake";
@@ -137,6 +145,51 @@ TEST(Engine, GeneratesTheReferenceTokens) {
   EXPECT_EQ(r.choices[0].finish_reason, "length");
   EXPECT_EQ(r.prompt_tokens, 12u);
   EXPECT_EQ(r.choices[0].completion_tokens, 10u);
+}
+
+// overlap_decode: each decode step is queued before the previous step's
+// token reaches the host, fed by the sampler's ids (the fake model derives
+// its logits from the ids in its KV pool, so a placeholder left in place
+// would change the tokens).
+TEST(Engine, OverlappedDecodeStepsGiveTheReferenceTokens) {
+  EngineConfig cfg;
+  cfg.overlap_decode = true;
+  Fixture f(cfg);
+  Result r = run(f.api, R"({"prompt": "hello world", "max_tokens": 40, "ignore_eos": true})");
+  ASSERT_TRUE(r.done) << r.error;
+  EXPECT_EQ(r.choices[0].tokens, reference_continuation(prompt_ids("hello world"), 40, false));
+  EXPECT_EQ(r.choices[0].finish_reason, "length");
+  // The prefill step and the one it samples run plainly; later decode
+  // steps were queued early, the last one (past max_tokens) dropped.
+  EXPECT_GE(f.engine->stats().overlapped_steps, 35u);
+  // A stop in the middle: the queued step's row is dropped, and the blocks
+  // of the finished sequence come back.
+  r = run(f.api, R"({"prompt": "!abc", "max_tokens": 40})");
+  ASSERT_TRUE(r.done) << r.error;
+  EXPECT_EQ(r.choices[0].tokens, reference_continuation(prompt_ids("!abc"), 40, true));
+  EXPECT_EQ(r.choices[0].finish_reason, "stop");
+  for (int i = 0; i < 100 && f.engine->stats().kv_usage > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(f.engine->stats().kv_usage, 0.0);
+  // Four at once: steps of several decodes overlap too.
+  std::vector<Result> results(4);
+  std::vector<std::thread> clients;
+  const std::string prompts[] = {"one", "two", "three", "four"};
+  for (int i = 0; i < 4; ++i)
+    clients.emplace_back([&, i] {
+      results[i] = run(f.api, R"({"prompt": ")" + prompts[i] + R"(", "max_tokens": 30, "ignore_eos": true})");
+    });
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(results[i].choices.at(0).tokens, reference_continuation(prompt_ids(prompts[i]), 30, false)) << i;
+}
+
+TEST(Engine, StepsAreNotOverlappedUnlessAskedFor) {
+  if (overlap_from_env()) GTEST_SKIP() << "this run overlaps every engine";
+  Fixture f;
+  Result r = run(f.api, R"({"prompt": "hello world", "max_tokens": 20, "ignore_eos": true})");
+  ASSERT_TRUE(r.done) << r.error;
+  EXPECT_EQ(f.engine->stats().overlapped_steps, 0u);
 }
 
 TEST(Engine, MaxTokensDefaultsToTheRoomLeftInTheContext) {

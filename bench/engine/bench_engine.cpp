@@ -5,7 +5,7 @@
 //       [--cases decode512,prefill512,ctx8k,batch8,batch32,batch64,batch128]
 //       [--copy-gbps X] [--bf16-tflops Y] [--weight-read-bytes N] [--matmul-params N]
 //       [--plugins DIR] [--max-model-len N] [--sampling JSON]
-//       [--overlap-decode 1]   (engine.overlap_decode; also APH_OVERLAP_DECODE=1)
+//       [--overlap-decode 0|1] (engine.overlap_decode, default 1 as in the daemon; also APH_OVERLAP_DECODE)
 //
 // --sampling: sampler fields added to every request (default greedy), e.g. the
 // full chain, to price it against greedy decode.
@@ -168,9 +168,10 @@ int run_model(const Args& args) {
   cfg.max_waiting = 4096;
   cfg.enable_prefix_caching = false;  // every case must compute its prompt
   cfg.enforce_eager = args.get("enforce-eager", "0") == "1";
-  // APH_OVERLAP_DECODE=1 sets it too, so device-run.sh's AB_ENV can compare.
+  // On by default, as in the daemon; APH_OVERLAP_DECODE=0 turns it off too,
+  // so device-run.sh's AB_ENV can compare.
   const char* overlap_env = std::getenv("APH_OVERLAP_DECODE");
-  cfg.overlap_decode = args.get("overlap-decode", overlap_env ? overlap_env : "0") == "1";
+  cfg.overlap_decode = args.get("overlap-decode", overlap_env ? overlap_env : "1") == "1";
   cfg.gpu_memory_utilization = args.num("gpu-memory-utilization", 0.9);
   // An explicit KV pool in bytes (0: from the utilization); ncu's kernel
   // replay backs up every allocation, so a profile wants a small one.

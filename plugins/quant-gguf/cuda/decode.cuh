@@ -335,16 +335,22 @@ __device__ __forceinline__ void pack_chunk(const Chunk& ch, uint32_t (&packed)[1
 }
 
 // pack_chunk's values for the tile GEMM without its two conversions an
-// element (int to float, float to T) and its fp32 arithmetic: about three
+// element (int to float, float to T) and its fp32 arithmetic: four to six
 // paired instructions for two elements. A code q, shifted to
 // u = q - kCodeMin >= 0, goes into the mantissa of the T whose exponent makes
 // it kValue + u exactly (bf16 0x43uu = 128 + u for u < 128; half 0x64uu =
-// 1024 + u for u < 1024). Adding kCodeMin - kValue gives q exactly, then T's
-// paired FMA takes a * q + b with a and b rounded to T: a value can differ
-// from pack_chunk's by about one unit of T's last place. Needs the codes'
-// span to fit the mantissa (fast_pack_fits). H200, 8B Q4_K_M at batch 64
-// (A/B on one machine): 4121 against 3968 tok/s; the GEMMs' share of the step
-// fell only from 74 % to 73 %, so decoding was not what bounds them.
+// 1024 + u for u < 1024). Adding kCodeMin - kValue gives q exactly. The scale a
+// and offset b go in as the part that T holds and the part it loses
+// (a_lo = a - a_hi): (q * a_hi + b_hi) + (q * a_lo + b_lo), the value rounded
+// twice. With a and b rounded to T alone (one FMA), all values of a block
+// shared one relative error of up to 2^-9 (bf16), which adds up on smooth
+// activations instead of cancelling: the real SmolLM2 Q4_1 linears at m = 40
+// were 2.0-2.9 % off the CPU against 0.3 % with pack_chunk (0.4 % with the
+// split; a numpy simulation of the three forms on that file, stop 21). Needs
+// the codes' span to fit the mantissa (fast_pack_fits). H200, 8B Q4_K_M at
+// batch 64 (A/B on one machine), the one-FMA form: 4121 against 3968 tok/s;
+// the GEMMs' share of the step fell only from 74 % to 73 %, so decoding was
+// not what bounds them.
 template <typename T>
 struct PackMagic;
 template <>
@@ -378,7 +384,8 @@ __device__ __forceinline__ void pack_chunk_fast(const Chunk& ch, uint32_t (&pack
   const T2 to_code = M::pair(static_cast<float>(D::kCodeMin - M::kValue));
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const T2 a = M::pair(ch.a[h]), b = M::pair(ch.b[h]);
+    const T2 a_hi = M::pair(ch.a[h]), b_hi = M::pair(ch.b[h]);
+    const T2 a_lo = M::pair(ch.a[h] - __low2float(a_hi)), b_lo = M::pair(ch.b[h] - __low2float(b_hi));
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
       const uint32_t u = kShift == 0 ? static_cast<uint32_t>(ch.q[4 * h + w])
@@ -390,7 +397,8 @@ __device__ __forceinline__ void pack_chunk_fast(const Chunk& ch, uint32_t (&pack
         const uint32_t bits = __byte_perm(u, M::kHigh, pr == 0 ? 0x4140 : 0x4342);
         T2 q = *reinterpret_cast<const T2*>(&bits);
         q = __hadd2(q, to_code);
-        const T2 v = D::kHasMin ? __hfma2(q, a, b) : __hmul2(q, a);
+        const T2 v = D::kHasMin ? __hadd2(__hfma2(q, a_hi, b_hi), __hfma2(q, a_lo, b_lo))
+                                : __hfma2(q, a_lo, __hmul2(q, a_hi));
         packed[8 * h + 2 * w + pr] = *reinterpret_cast<const uint32_t*>(&v);
       }
     }

@@ -1,9 +1,11 @@
-// Batch invariance on the CPU (issue 5 item 4): a greedy request gives exactly
+// Batch invariance (issue 5 item 4). On the CPU a greedy request gives exactly
 // the same tokens alone as inside a batch of 64, on a real (tiny, random
-// weight) Llama checkpoint loaded through the normal model path.
+// weight) Llama checkpoint loaded through the normal model path; on CUDA the
+// test reports how often they differ.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -77,45 +79,75 @@ Output generate(const aph_engine_api* api, const std::vector<int32_t>& prompt, i
   return out;
 }
 
-}  // namespace
-
-TEST(BatchInvariance, GreedyAloneEqualsInABatchOf64) {
-  const fs::path model = make_tiny_model();
-  aph::server::PluginLoadOptions plugin_options;
-  plugin_options.dirs = {env("APH_PLUGIN_DIR", "build/plugins")};
-  aph::server::PluginLoader plugins(plugin_options);
-  plugins.load_all();
-
-  aph::engine::EngineConfig cfg;
-  cfg.model_path = model.string();
-  cfg.device = "cpu";
-  cfg.max_model_len = 256;
-  cfg.max_num_seqs = 64;
-  cfg.max_num_batched_tokens = 4096;
-  cfg.cpu_kv_cache_bytes = 64ll << 20;
-  cfg.cpu_threads = 2;
-  cfg.enable_prefix_caching = false;
-  // test_batch_invariance_overlap: decode steps queued before the previous
-  // step's tokens are read must not change a bit either.
-  cfg.overlap_decode = env("APH_TEST_OVERLAP_DECODE", "0") == "1";
-  auto engine = aph::engine::Engine::create(cfg, plugins.registry());
-  const aph_engine_api* api = engine->api();
-
+std::vector<std::vector<int32_t>> random_prompts() {
   std::mt19937 rng(11);
   std::vector<std::vector<int32_t>> prompts(64);
   for (auto& p : prompts) {
     p.resize(4 + rng() % 40);
     for (auto& id : p) id = static_cast<int32_t>(rng() % 500);
   }
-  const int max_tokens = 12;
-  std::vector<Output> alone;
-  for (const auto& p : prompts) alone.push_back(generate(api, p, max_tokens));
+  return prompts;
+}
 
-  std::vector<Output> batched(64);
+std::vector<Output> one_at_a_time(const aph_engine_api* api, const std::vector<std::vector<int32_t>>& prompts,
+                                  int max_tokens) {
+  std::vector<Output> out;
+  for (const auto& p : prompts) out.push_back(generate(api, p, max_tokens));
+  return out;
+}
+
+// All prompts at once, one client thread each: they share decode steps.
+std::vector<Output> all_at_once(const aph_engine_api* api, const std::vector<std::vector<int32_t>>& prompts,
+                                int max_tokens) {
+  std::vector<Output> out(prompts.size());
   std::vector<std::thread> clients;
   for (size_t i = 0; i < prompts.size(); ++i)
-    clients.emplace_back([&, i] { batched[i] = generate(api, prompts[i], max_tokens); });
+    clients.emplace_back([&, i] { out[i] = generate(api, prompts[i], max_tokens); });
   for (auto& t : clients) t.join();
+  return out;
+}
+
+// The tiny checkpoint, its plugins and an engine config for 64 sequences.
+struct TinyModel {
+  fs::path model = make_tiny_model();
+  aph::server::PluginLoader plugins{options()};
+  aph::engine::EngineConfig cfg;
+
+  explicit TinyModel(const std::string& device) {
+    plugins.load_all();
+    cfg.model_path = model.string();
+    cfg.device = device;
+    cfg.max_model_len = 256;
+    cfg.max_num_seqs = 64;
+    cfg.max_num_batched_tokens = 4096;
+    cfg.cpu_kv_cache_bytes = 64ll << 20;
+    cfg.cpu_threads = 2;
+    cfg.kv_cache_memory = 256ll << 20;  // CUDA: a small pool, quick to set up
+    cfg.enable_prefix_caching = false;
+  }
+  ~TinyModel() { fs::remove_all(model); }
+  static aph::server::PluginLoadOptions options() {
+    aph::server::PluginLoadOptions o;
+    o.dirs = {env("APH_PLUGIN_DIR", "build/plugins")};
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST(BatchInvariance, GreedyAloneEqualsInABatchOf64) {
+  TinyModel setup("cpu");
+  auto& cfg = setup.cfg;
+  // test_batch_invariance_overlap: decode steps queued before the previous
+  // step's tokens are read must not change a bit either.
+  cfg.overlap_decode = env("APH_TEST_OVERLAP_DECODE", "0") == "1";
+  auto engine = aph::engine::Engine::create(cfg, setup.plugins.registry());
+  const aph_engine_api* api = engine->api();
+
+  const auto prompts = random_prompts();
+  const int max_tokens = 12;
+  const std::vector<Output> alone = one_at_a_time(api, prompts, max_tokens);
+  const std::vector<Output> batched = all_at_once(api, prompts, max_tokens);
 
   for (size_t i = 0; i < prompts.size(); ++i) {
     ASSERT_EQ(alone[i].tokens.size(), static_cast<size_t>(max_tokens));
@@ -127,5 +159,43 @@ TEST(BatchInvariance, GreedyAloneEqualsInABatchOf64) {
     EXPECT_GT(engine->stats().overlapped_steps, 0u);
   }
   engine->shutdown();
-  fs::remove_all(model);
+}
+
+// On CUDA (APH_TEST_DEVICE=cuda, the gpu-labelled ctest): a batch's kernels
+// may sum in another order than batch 1's, so a greedy request in a batch of
+// 64 can leave the lone run's path; the test prints how often (issue 5 asks
+// for the rate) and checks only that every request completes. Overlapped
+// decoding must not change a bit: the lone runs with engine.overlap_decode on
+// and off give the same tokens and logprobs.
+TEST(BatchInvariance, CudaDivergenceRateAndOverlapAgreement) {
+  if (env("APH_TEST_DEVICE", "cpu") != "cuda") GTEST_SKIP() << "APH_TEST_DEVICE=cuda runs it";
+  TinyModel setup("cuda");
+  const auto prompts = random_prompts();
+  const int max_tokens = 32;
+  std::vector<Output> alone[2], batched;
+  for (bool overlap : {false, true}) {
+    setup.cfg.overlap_decode = overlap;
+    auto engine = aph::engine::Engine::create(setup.cfg, setup.plugins.registry());
+    alone[overlap] = one_at_a_time(engine->api(), prompts, max_tokens);
+    if (overlap) {
+      EXPECT_GT(engine->stats().overlapped_steps, 0u);
+    } else {
+      batched = all_at_once(engine->api(), prompts, max_tokens);
+    }
+    engine->shutdown();
+  }
+  int diverged = 0, same_tokens = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(alone[0][i].tokens.size(), static_cast<size_t>(max_tokens));
+    ASSERT_EQ(batched[i].tokens.size(), static_cast<size_t>(max_tokens));
+    EXPECT_EQ(alone[1][i].tokens, alone[0][i].tokens) << "request " << i << ": overlap changed the tokens";
+    EXPECT_EQ(alone[1][i].logprobs, alone[0][i].logprobs) << "request " << i << ": overlap changed the logprobs";
+    int t = 0;
+    while (t < max_tokens && batched[i].tokens[t] == alone[0][i].tokens[t]) ++t;
+    same_tokens += t;
+    diverged += t < max_tokens;
+  }
+  std::printf("CUDA batch invariance: %d of %zu greedy requests diverged in a batch of 64; "
+              "%d of %zu tokens came before the first divergence\n",
+              diverged, prompts.size(), same_tokens, prompts.size() * max_tokens);
 }

@@ -348,9 +348,10 @@ __device__ __forceinline__ void pack_chunk(const Chunk& ch, uint32_t (&packed)[1
 // were 2.0-2.9 % off the CPU against 0.3 % with pack_chunk (0.4 % with the
 // split; a numpy simulation of the three forms on that file, stop 21). Needs
 // the codes' span to fit the mantissa (fast_pack_fits). H200, 8B Q4_K_M at
-// batch 64 (A/B on one machine), the one-FMA form: 4121 against 3968 tok/s;
-// the GEMMs' share of the step fell only from 74 % to 73 %, so decoding was
-// not what bounds them.
+// batch 64 (A/B on one machine): the one-FMA form 4121 against pack_chunk's
+// 3968 tok/s (stop 20); the split form 4052 against the one-FMA form's 4099
+// (stop 21). The GEMMs' share of the step fell only from 74 % to 73 %, so
+// decoding was not what bounds them.
 template <typename T>
 struct PackMagic;
 template <>

@@ -22,9 +22,17 @@
 // (PagedAttentionArgs::short_contexts; split_plan.hpp's
 // decode_uses_clusters) and where the GPU allows it, the split CTAs of a (sequence, head
 // chunk) run as thread block clusters of p.cluster CTAs (up to 16): the
-// members combine their partials through distributed shared memory (two
-// cluster barriers), and only a sequence that needs more than one cluster
-// has its cluster leaders go through the workspace and the arrival counter.
+// members store their partials (output, max, sum) into a mailbox in the
+// leader's shared memory and arrive on one cluster barrier phase, which
+// only the leader waits on; only a sequence that needs more than one
+// cluster has its cluster leaders go through the workspace and the arrival
+// counter. (The leader once read the partials from the members' shared
+// memory between two cluster barriers: clock64 stamps of the leader showed
+// about 4000 of its ~10800 cycles after the producer wait in those barriers
+// and remote reads, the one tile of 64 tokens 3800, the slices' reduction
+// 1700, q's load 900 (docs/PERFORMANCE.md). Pushing: 1491.6-1495.8 tok/s
+// against 1465.5-1468.3 on the random SmolLM2-135M Q4_0, H200, runs
+// alternating; APH_DECODE_PUSH_MERGE=0 restores the reads.)
 // At batch 1 and a few hundred tokens every active split sits in one cluster,
 // and the workspace round trips (the partials' stores, a fence, the counter,
 // the merge's loads) were most of what the kernel cost after its inputs
@@ -88,6 +96,8 @@ struct DecodeParams {
   int32_t head_chunks;
   int32_t splits;
   int32_t cluster;  // CTAs of a cluster along x (1: no cluster); divides splits
+  int32_t mail_group;  // query heads a cluster's mailbox holds per member (>= any CTA's G)
+  bool push_merge;     // members push their partials into the leader's mailbox
   float qk_scale;  // softmax_scale * k_scale * log2(e): scores come out in log2 units
   float v_scale;
   float* ws_out;  // [seq][head][split][HD]
@@ -162,6 +172,11 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // eff == 1: the single CTA holds the whole context and writes the output
   // itself, like the p.splits == 1 path.
   const bool direct = eff == 1;
+  // Push merge: every active member says it has started (a CTA's shared
+  // memory may be written by its cluster only once it runs); it waits on
+  // that only before its first remote store, long after.
+  const bool pushing = p.cluster > 1 && !direct && p.push_merge;
+  if (pushing) __cluster_barrier_arrive_relaxed();
   const int per = (ctx + eff - 1) / eff;
   const int begin = min(ctx, split * per);
   const int end = min(ctx, begin + per);
@@ -358,8 +373,23 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // the workspace.
   const bool clustered = p.cluster > 1 && !direct;
   // Clustered: this CTA's normalized output, [G][HD], which its cluster's
-  // leader reads; q_s is dead once the tiles are done.
+  // leader reads; q_s is dead once the tiles are done. Pushing: it goes
+  // straight into the leader's mailbox (after the dynamic shared memory the
+  // kernel itself uses), slot `rank`, with this CTA's max and sum.
   float* part = q_s;
+  namespace cg = cooperative_groups;
+  float* mailbox = reinterpret_cast<float*>(smem + S::kSmemBytes);
+  const int mail_stride = p.mail_group * (HD + 2);  // floats a member
+  if (pushing) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = static_cast<int>(cluster.block_rank());
+    part = cluster.map_shared_rank(mailbox, 0) + rank * mail_stride;
+    __cluster_barrier_wait();  // every member (the leader too) has started
+    if (tid < G) {
+      part[p.mail_group * HD + tid] = m_s[tid];
+      part[p.mail_group * HD + p.mail_group + tid] = l_s[tid];
+    }
+  }
   for (int i = tid; i < G * HD; i += kThreads) {
     const int g = i / HD, d = i % HD;
     float o = 0.0f;
@@ -380,8 +410,51 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // The workspace slot of this CTA's partial (or its cluster's), and how
   // many slots the last arrival merges.
   int slot = split, n_slots = eff;
-  if (clustered) {
-    namespace cg = cooperative_groups;
+  if (clustered && pushing) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = static_cast<int>(cluster.block_rank());
+    const int first = split - rank;
+    const int members = min(p.cluster, eff - first);
+    const int n_clusters = (eff + p.cluster - 1) / p.cluster;
+    slot = first / p.cluster;
+    n_slots = n_clusters;
+    __cluster_barrier_arrive();  // release: this member's mailbox stores
+    if (rank != 0) return;
+    __cluster_barrier_wait();  // acquire: every member's stores
+    // Each member's weight per head, sum_j * 2^(max_j - max) normalized;
+    // lanes are members, all in this CTA's own shared memory now.
+    float* w_s = s_s;  // kGroup x kMaxCluster floats (s_s holds kGroup x kTile)
+    const int lane = tid % 32, warp = tid / 32;
+    for (int g = warp; g < G; g += kThreads / 32) {
+      float m = -INFINITY, l = 0.0f;
+      if (lane < members) {
+        m = mailbox[lane * mail_stride + p.mail_group * HD + g];
+        l = mailbox[lane * mail_stride + p.mail_group * HD + p.mail_group + g];
+      }
+      const float mx = warp_max(l > 0.0f ? m : -INFINITY);
+      const float w = l > 0.0f ? l * exp2f(m - mx) : 0.0f;
+      const float total = warp_sum(w);
+      if (lane < members) w_s[g * kMaxCluster + lane] = total > 0.0f ? w / total : 0.0f;
+      __syncwarp();
+      if (lane == 0) {  // the cluster's (max, sum): its partial for a merge across clusters
+        m_s[g] = mx;
+        l_s[g] = total;
+      }
+    }
+    __syncthreads();
+    for (int i = tid; i < G * HD; i += kThreads) {
+      const int g = i / HD;
+      float o = 0.0f;
+      for (int j = 0; j < members; ++j) o = fmaf(w_s[g * kMaxCluster + j], mailbox[j * mail_stride + i], o);
+      const int h = h0 + g;
+      if (n_clusters == 1) {
+        out[(static_cast<size_t>(q_tok) * p.num_heads + h) * HD + i % HD] = from_float<ActT>(o);
+      } else {
+        p.ws_out[((static_cast<size_t>(seq) * p.num_heads + h) * p.splits + slot) * HD + i % HD] = o;
+      }
+    }
+    if (n_clusters == 1) return;
+  } else if (clustered) {
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = static_cast<int>(cluster.block_rank());
     const int first = split - rank;  // the cluster's first split
@@ -529,13 +602,37 @@ int max_cluster() {
   return n;
 }
 
+// APH_DECODE_PUSH_MERGE=0: a cluster's leader reads its members' partials
+// from their shared memory (two cluster barriers) instead of the members
+// pushing them into its mailbox (one barrier phase).
+bool push_merge() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_DECODE_PUSH_MERGE");
+    return !(v != nullptr && v[0] == '0');
+  }();
+  return on;
+}
+
 // The largest cluster size up to kMaxCluster that divides the split count
-// and that the device places (1: none).
-int cluster_size_for(const void* kernel, int splits, int threads, int smem) {
+// and that the device places (1: none), with the shared memory it then
+// needs: smem plus, when pushing, mail_bytes a member.
+int cluster_size_for(const void* kernel, int splits, int threads, int smem, int mail_bytes, int* cluster_smem) {
+  *cluster_smem = smem;
   if (splits <= 1) return 1;
+  int device = 0, max_smem = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
+    return 1;
   for (int c = std::min(splits, max_cluster()); c > 1; --c) {
-    if (splits % c == 0 && cuda_cluster::fits(kernel, c, threads, smem)) return c;
+    const int need = smem + c * mail_bytes;
+    if (splits % c != 0 || need > max_smem) continue;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, need) != cudaSuccess) continue;
+    if (cuda_cluster::fits(kernel, c, threads, need)) {
+      *cluster_smem = need;
+      return c;
+    }
   }
+  cudaGetLastError();
   return 1;
 }
 
@@ -545,8 +642,14 @@ cudaError_t launch_with_threads(dim3 grid, DecodeParams p, bool clusters, cudaSt
   auto kernel = decode_kernel<HD, ActT, KvT, kThreads>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem) : 1;
-  return cuda_pdl::launch_dependent_clustered(kernel, grid, dim3(kThreads), smem, stream,
+  p.push_merge = push_merge();
+  p.mail_group = std::min(kGroup, p.group);
+  const int mail_bytes = p.push_merge ? p.mail_group * (HD + 2) * static_cast<int>(sizeof(float)) : 0;
+  int launch_smem = smem;
+  p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem, mail_bytes,
+                                          &launch_smem)
+                       : 1;
+  return cuda_pdl::launch_dependent_clustered(kernel, grid, dim3(kThreads), launch_smem, stream,
                                               static_cast<unsigned>(p.cluster), p);
 }
 

@@ -135,6 +135,30 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// A cluster leader's weight for each member and head, sum_j * 2^(max_j - max)
+// normalized (as the workspace merge weighs splits), into
+// w_s[g * kMaxCluster + j]; the cluster's own (max, sum) replace m_s, l_s,
+// its partial for a merge across clusters. One warp a head, lanes are
+// members; stats(j, g, m, l) reads member j's max and sum of head g.
+template <int kThreads, typename Stats>
+__device__ __forceinline__ void member_weights(int G, int members, float* w_s, float* m_s, float* l_s,
+                                               Stats stats) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int g = warp; g < G; g += kThreads / 32) {
+    float m = -INFINITY, l = 0.0f;
+    if (lane < members) stats(lane, g, m, l);
+    const float mx = warp_max(l > 0.0f ? m : -INFINITY);
+    const float w = l > 0.0f ? l * exp2f(m - mx) : 0.0f;
+    const float total = warp_sum(w);
+    if (lane < members) w_s[g * kMaxCluster + lane] = total > 0.0f ? w / total : 0.0f;
+    __syncwarp();
+    if (lane == 0) {
+      m_s[g] = mx;
+      l_s[g] = total;
+    }
+  }
+}
+
 template <int HD, typename ActT, typename KvT, int kThreads>
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   cuda_pdl::allow_dependents();  // the output projection can launch
@@ -410,51 +434,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // The workspace slot of this CTA's partial (or its cluster's), and how
   // many slots the last arrival merges.
   int slot = split, n_slots = eff;
-  if (clustered && pushing) {
-    cg::cluster_group cluster = cg::this_cluster();
-    const int rank = static_cast<int>(cluster.block_rank());
-    const int first = split - rank;
-    const int members = min(p.cluster, eff - first);
-    const int n_clusters = (eff + p.cluster - 1) / p.cluster;
-    slot = first / p.cluster;
-    n_slots = n_clusters;
-    __cluster_barrier_arrive();  // release: this member's mailbox stores
-    if (rank != 0) return;
-    __cluster_barrier_wait();  // acquire: every member's stores
-    // Each member's weight per head, sum_j * 2^(max_j - max) normalized;
-    // lanes are members, all in this CTA's own shared memory now.
-    float* w_s = s_s;  // kGroup x kMaxCluster floats (s_s holds kGroup x kTile)
-    const int lane = tid % 32, warp = tid / 32;
-    for (int g = warp; g < G; g += kThreads / 32) {
-      float m = -INFINITY, l = 0.0f;
-      if (lane < members) {
-        m = mailbox[lane * mail_stride + p.mail_group * HD + g];
-        l = mailbox[lane * mail_stride + p.mail_group * HD + p.mail_group + g];
-      }
-      const float mx = warp_max(l > 0.0f ? m : -INFINITY);
-      const float w = l > 0.0f ? l * exp2f(m - mx) : 0.0f;
-      const float total = warp_sum(w);
-      if (lane < members) w_s[g * kMaxCluster + lane] = total > 0.0f ? w / total : 0.0f;
-      __syncwarp();
-      if (lane == 0) {  // the cluster's (max, sum): its partial for a merge across clusters
-        m_s[g] = mx;
-        l_s[g] = total;
-      }
-    }
-    __syncthreads();
-    for (int i = tid; i < G * HD; i += kThreads) {
-      const int g = i / HD;
-      float o = 0.0f;
-      for (int j = 0; j < members; ++j) o = fmaf(w_s[g * kMaxCluster + j], mailbox[j * mail_stride + i], o);
-      const int h = h0 + g;
-      if (n_clusters == 1) {
-        out[(static_cast<size_t>(q_tok) * p.num_heads + h) * HD + i % HD] = from_float<ActT>(o);
-      } else {
-        p.ws_out[((static_cast<size_t>(seq) * p.num_heads + h) * p.splits + slot) * HD + i % HD] = o;
-      }
-    }
-    if (n_clusters == 1) return;
-  } else if (clustered) {
+  if (clustered) {
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = static_cast<int>(cluster.block_rank());
     const int first = split - rank;  // the cluster's first split
@@ -462,46 +442,54 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     const int n_clusters = (eff + p.cluster - 1) / p.cluster;
     slot = first / p.cluster;
     n_slots = n_clusters;
-    cluster.sync();  // every member's partial, max and sum are written
-    if (rank == 0) {
-      // Each member's weight per head, sum_j * 2^(max_j - max) normalized,
-      // as the workspace merge below weighs splits; lanes are members.
-      float* w_s = s_s;  // kGroup x kMaxCluster floats (s_s holds kGroup x kTile)
-      const int lane = tid % 32, warp = tid / 32;
-      for (int g = warp; g < G; g += kThreads / 32) {
-        float m = -INFINITY, l = 0.0f;
-        if (lane < members) {
-          m = *cluster.map_shared_rank(m_s + g, lane);
-          l = *cluster.map_shared_rank(l_s + g, lane);
-        }
-        const float mx = warp_max(l > 0.0f ? m : -INFINITY);
-        const float w = l > 0.0f ? l * exp2f(m - mx) : 0.0f;
-        const float total = warp_sum(w);
-        if (lane < members) w_s[g * kMaxCluster + lane] = total > 0.0f ? w / total : 0.0f;
-        __syncwarp();
-        if (lane == 0) {  // the cluster's (max, sum): its partial for a merge across clusters
-          m_s[g] = mx;
-          l_s[g] = total;
-        }
+    // The leader's merged value i: the output, or with several clusters this
+    // cluster's partial in the workspace.
+    auto emit = [&](int i, float o) {
+      const int h = h0 + i / HD;
+      if (n_clusters == 1) {
+        out[(static_cast<size_t>(q_tok) * p.num_heads + h) * HD + i % HD] = from_float<ActT>(o);
+      } else {
+        p.ws_out[((static_cast<size_t>(seq) * p.num_heads + h) * p.splits + slot) * HD + i % HD] = o;
       }
+    };
+    float* w_s = s_s;  // kGroup x kMaxCluster floats (s_s holds kGroup x kTile)
+    if (pushing) {
+      __cluster_barrier_arrive();  // release: this member's mailbox stores
+      if (rank != 0) return;
+      __cluster_barrier_wait();  // acquire: every member's stores
+      // Every member's max, sum and partial are in this CTA's own memory.
+      member_weights<kThreads>(G, members, w_s, m_s, l_s, [&](int j, int g, float& m, float& l) {
+        m = mailbox[j * mail_stride + p.mail_group * HD + g];
+        l = mailbox[j * mail_stride + p.mail_group * HD + p.mail_group + g];
+      });
       __syncthreads();
       for (int i = tid; i < G * HD; i += kThreads) {
         const int g = i / HD;
-        float v[kMaxCluster];  // every member's load in flight before the sum
-#pragma unroll
-        for (int j = 0; j < kMaxCluster; ++j) v[j] = j < members ? *cluster.map_shared_rank(part + i, j) : 0.0f;
         float o = 0.0f;
+        for (int j = 0; j < members; ++j) o = fmaf(w_s[g * kMaxCluster + j], mailbox[j * mail_stride + i], o);
+        emit(i, o);
+      }
+    } else {
+      cluster.sync();  // every member's partial, max and sum are written
+      if (rank == 0) {
+        member_weights<kThreads>(G, members, w_s, m_s, l_s, [&](int j, int g, float& m, float& l) {
+          m = *cluster.map_shared_rank(m_s + g, j);
+          l = *cluster.map_shared_rank(l_s + g, j);
+        });
+        __syncthreads();
+        for (int i = tid; i < G * HD; i += kThreads) {
+          const int g = i / HD;
+          float v[kMaxCluster];  // every member's load in flight before the sum
 #pragma unroll
-        for (int j = 0; j < kMaxCluster; ++j) o = fmaf(j < members ? w_s[g * kMaxCluster + j] : 0.0f, v[j], o);
-        const int h = h0 + g;
-        if (n_clusters == 1) {
-          out[(static_cast<size_t>(q_tok) * p.num_heads + h) * HD + i % HD] = from_float<ActT>(o);
-        } else {
-          p.ws_out[((static_cast<size_t>(seq) * p.num_heads + h) * p.splits + slot) * HD + i % HD] = o;
+          for (int j = 0; j < kMaxCluster; ++j) v[j] = j < members ? *cluster.map_shared_rank(part + i, j) : 0.0f;
+          float o = 0.0f;
+#pragma unroll
+          for (int j = 0; j < kMaxCluster; ++j) o = fmaf(j < members ? w_s[g * kMaxCluster + j] : 0.0f, v[j], o);
+          emit(i, o);
         }
       }
+      cluster.sync();  // the leader is done reading the members' shared memory
     }
-    cluster.sync();  // the leader is done reading the members' shared memory
     if (rank != 0 || n_clusters == 1) return;
   }
   if (tid < G) {

@@ -106,6 +106,22 @@ using GgufCudaPlain = WithCuda<::testing::Test>;
 
 namespace {
 
+// y = gpu(x) for [m, k] activations of dtype act, through device buffers.
+void forward_on_device(Linear& gpu, const std::vector<uint16_t>& xh, int64_t m, int64_t k, int64_t n, int32_t act,
+                       cudaStream_t stream, std::vector<uint16_t>& yh) {
+  void *xd = nullptr, *yd = nullptr;
+  ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&yd, m * n * 2), cudaSuccess);
+  cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
+  aph_tensor xt = view(xd, act, 0, {m, k}), yt = view(yd, act, 0, {m, n});
+  gpu.forward(xt, yt, stream);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  yh.resize(m * n);
+  cudaMemcpy(yh.data(), yd, m * n * 2, cudaMemcpyDeviceToHost);
+  cudaFree(xd);
+  cudaFree(yd);
+}
+
 // Runs the CUDA linear on random x for each m and checks y against a double
 // dot product of the CPU-dequantized rows.
 // x_offset: x starts that many elements into its allocation (2-byte
@@ -276,22 +292,13 @@ TEST_P(GgufCuda, TileGemmKeepsSmoothInputsAccurate) {
   Linear gpu(state_, linear_desc("smooth", &wi, n, k, act, stream_));
   std::vector<float> wf(n * k);
   for (int64_t j = 0; j < n; ++j) dequantize_row(type, w.data() + j * (w.size() / n), wf.data() + j * k, k);
-  std::vector<uint16_t> xh(m * k), yh(m * n);
+  std::vector<uint16_t> xh(m * k), yh;
   std::vector<float> x(m * k);
   for (int64_t i = 0; i < m * k; ++i) {
     xh[i] = to_act(std::sin(0.013f * static_cast<float>(i) + 3.0f), bf16);
     x[i] = from_act(xh[i], bf16);
   }
-  void *xd = nullptr, *yd = nullptr;
-  ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&yd, m * n * 2), cudaSuccess);
-  cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
-  aph_tensor xt = view(xd, act, 0, {m, k}), yt = view(yd, act, 0, {m, n});
-  gpu.forward(xt, yt, stream_);
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  cudaMemcpy(yh.data(), yd, m * n * 2, cudaMemcpyDeviceToHost);
-  cudaFree(xd);
-  cudaFree(yd);
+  ASSERT_NO_FATAL_FAILURE(forward_on_device(gpu, xh, m, k, n, act, stream_, yh));
   double num = 0, den = 0;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -331,16 +338,7 @@ TEST_F(GgufCudaPlain, PrefillTilesAcrossRows) {
     xh[i] = to_act(normal(rng), true);
     x[i] = from_act(xh[i], true);
   }
-  void *xd = nullptr, *yd = nullptr;
-  ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&yd, m * n * 2), cudaSuccess);
-  cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
-  aph_tensor xt = view(xd, APH_DTYPE_BF16, 0, {m, k}), yt = view(yd, APH_DTYPE_BF16, 0, {m, n});
-  gpu.forward(xt, yt, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  cudaMemcpy(yh.data(), yd, m * n * 2, cudaMemcpyDeviceToHost);
-  cudaFree(xd);
-  cudaFree(yd);
+  ASSERT_NO_FATAL_FAILURE(forward_on_device(gpu, xh, m, k, n, APH_DTYPE_BF16, nullptr, yh));
   std::vector<float> row(k);
   const uint64_t row_bytes = w.size() / n;
   for (int64_t j = 0; j < n; ++j) {

@@ -4,6 +4,7 @@
 // one in matvec_fast.cu), dequantization to F16/BF16 for the prefill GEMM and
 // for get_rows, and small helpers.
 #include <algorithm>
+#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -81,6 +82,25 @@ constexpr int kWarpsPerBlock = 4;
 // only 4 chunks per lane, so the whole row is requested at once.
 constexpr int kMatvecDepth = 4;
 
+// One decoded weight chunk (chunk c of a row) against chunk c of a
+// quantized x row: codes xq, scales xd per 32, scaled sums xs per 16.
+__device__ __forceinline__ float chunk_dot(const Chunk& ch, const int8_t* xq, const float* xd, const float* xs,
+                                           int64_t c) {
+  const int4* xv = reinterpret_cast<const int4*>(xq + c * 32);
+  const int4 x0 = xv[0], x1 = xv[1];  // global or shared: no __ldg
+  int s0 = __dp4a(ch.q[0], x0.x, 0);
+  s0 = __dp4a(ch.q[1], x0.y, s0);
+  s0 = __dp4a(ch.q[2], x0.z, s0);
+  s0 = __dp4a(ch.q[3], x0.w, s0);
+  int s1 = __dp4a(ch.q[4], x1.x, 0);
+  s1 = __dp4a(ch.q[5], x1.y, s1);
+  s1 = __dp4a(ch.q[6], x1.z, s1);
+  s1 = __dp4a(ch.q[7], x1.w, s1);
+  const float2 sx = *reinterpret_cast<const float2*>(xs + 2 * c);
+  return xd[c] * (ch.a[0] * static_cast<float>(s0) + ch.a[1] * static_cast<float>(s1)) + ch.b[0] * sx.x +
+         ch.b[1] * sx.y;
+}
+
 // Row `row` of target t by one warp (all lanes call: warp shuffles).
 template <int TYPE, int MT, typename T>
 __device__ __forceinline__ void matvec_row(const MatvecTarget& t, int64_t row, int64_t k, const int8_t* xq,
@@ -111,20 +131,7 @@ __device__ __forceinline__ void matvec_row(const MatvecTarget& t, int64_t row, i
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
         if (i < m) {
-          const int4* xv = reinterpret_cast<const int4*>(xq + i * k + c * 32);
-          const int4 x0 = xv[0], x1 = xv[1];  // global or shared: no __ldg
-          int s0 = __dp4a(ch[u].q[0], x0.x, 0);
-          s0 = __dp4a(ch[u].q[1], x0.y, s0);
-          s0 = __dp4a(ch[u].q[2], x0.z, s0);
-          s0 = __dp4a(ch[u].q[3], x0.w, s0);
-          int s1 = __dp4a(ch[u].q[4], x1.x, 0);
-          s1 = __dp4a(ch[u].q[5], x1.y, s1);
-          s1 = __dp4a(ch[u].q[6], x1.z, s1);
-          s1 = __dp4a(ch[u].q[7], x1.w, s1);
-          const float d = xd[i * chunks + c];
-          const float2 sx = *reinterpret_cast<const float2*>(xs + i * 2 * chunks + 2 * c);
-          acc[i] += d * (ch[u].a[0] * static_cast<float>(s0) + ch[u].a[1] * static_cast<float>(s1)) +
-                    ch[u].b[0] * sx.x + ch[u].b[1] * sx.y;
+          acc[i] += chunk_dot(ch[u], xq + i * k, xd + i * chunks, xs + i * 2 * chunks, c);
         }
       }
     }
@@ -138,23 +145,59 @@ __device__ __forceinline__ void matvec_row(const MatvecTarget& t, int64_t row, i
   }
 }
 
+// Rows of at most 32 chunks (k <= 1024), one x row: a lane holds at most
+// one chunk of a row, so the depth that keeps bytes in flight comes from
+// rows instead: the warp requests all kRows of its rows (row0, row0 + 1, ...)
+// before any math. For a matrix of many short rows, the LM head.
+template <int TYPE, int kRows, typename T>
+__device__ __forceinline__ void matvec_short_rows(const MatvecTarget& t, int64_t row0, int64_t k, const XCodes& x) {
+  using D = Decoder<TYPE>;
+  constexpr int kChunksPerBlock = D::kBlock / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t chunks = k / 32, nb = k / D::kBlock;
+  const int64_t bytes = row_bytes<TYPE>(nb);
+  const bool live = lane < chunks;
+  Chunk ch[kRows];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    if (live && row0 + j < t.n) decode_chunk<TYPE>(t.w + (row0 + j) * bytes, nb, lane / kChunksPerBlock,
+                                                   lane % kChunksPerBlock, ch[j]);
+  }
+  float acc[kRows];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j)
+    acc[j] = live && row0 + j < t.n ? chunk_dot(ch[j], x.q, x.d, x.s, lane) : 0.0f;
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) acc[j] = warp_sum(acc[j]);
+  if (lane < kRows && row0 + lane < t.n) {
+    float v = acc[0];
+#pragma unroll
+    for (int j = 1; j < kRows; ++j) v = lane == j ? acc[j] : v;
+    const int64_t row = row0 + lane;
+    static_cast<T*>(t.y)[row] = from_float<T>(v + (t.bias ? t.bias[row] : 0.0f));
+  }
+}
+
 // One warp per output row; lanes stride over the row's 32-element chunks.
 // MT is the batch capacity (1 or 8); m <= MT rows of x are live. kRaw
 // (m == 1): every CTA quantizes the raw x into shared memory first and loops
-// over work items of kWarpsPerBlock rows (grid = resident CTAs).
-template <int TYPE, int MT, bool kRaw, typename T>
+// over work items of kWarpsPerBlock * kRows rows (grid = resident CTAs);
+// kRows > 1 (short rows, matvec_short_rows): a warp takes kRows consecutive
+// rows at once.
+template <int TYPE, int MT, bool kRaw, typename T, int kRows = 1>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     matvec_kernel(const MatvecTargets targets, int64_t k, const MatvecX x, int m) {
   static_assert(!kRaw || MT == 1, "raw x is one row");
+  static_assert(kRows == 1 || kRaw, "several rows a warp: raw x only");
   const unsigned items = targets.first_cta[targets.count];
-  // This warp's row of work item v heads for L2 (all lanes call).
+  // This warp's rows of work item v head for L2 (all lanes call).
   auto prefetch_item = [&](unsigned v) {
     int64_t cta = 0;
     if (v >= items) return;
     const MatvecTarget& t = target_at(targets, v, &cta);
-    const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
+    const int64_t row = (cta * kWarpsPerBlock + threadIdx.x / 32) * kRows;
     const int64_t bytes = row_bytes<TYPE>(k / Decoder<TYPE>::kBlock);
-    if (row < t.n) prefetch_l2(t.w + row * bytes, bytes);
+    if (row < t.n) prefetch_l2(t.w + row * bytes, bytes * (t.n - row < kRows ? t.n - row : kRows));
   };
   // Short rows, latency-bound: the first item's weights stream in while x's
   // producer finishes.
@@ -166,8 +209,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     if constexpr (kRaw) prefetch_item(v + gridDim.x);
     int64_t cta = 0;
     const MatvecTarget& t = target_at(targets, v, &cta);
-    const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
-    if (row < t.n) matvec_row<TYPE, MT, T>(t, row, k, xc.q, xc.d, xc.s, m);
+    const int64_t row = (cta * kWarpsPerBlock + threadIdx.x / 32) * kRows;
+    if constexpr (kRows > 1) {
+      if (row < t.n) matvec_short_rows<TYPE, kRows, T>(t, row, k, xc);
+    } else {
+      if (row < t.n) matvec_row<TYPE, MT, T>(t, row, k, xc.q, xc.d, xc.s, m);
+    }
   }
 }
 
@@ -241,6 +288,22 @@ __global__ void gather_rows_kernel(const uint16_t* w, int64_t n, int64_t k, cons
   out[idx] = (r >= 0 && r < n) ? w[r * k + c] : 0;
 }
 
+// Rows a warp takes at once in the raw matvec of many short rows (the LM
+// head): APH_GGUF_SHORT_ROWS = 1 (a row a warp, as the layers), 4 or 8.
+// H200, the SmolLM2 head (Q8_0, 49152 x 576, aph_bench_gguf_matvec in a
+// CUDA graph): 20.2 us with 1, 13.5 with 4, 15.9 with 8 (116 registers, half
+// the CTAs resident); decode512 of the real SmolLM2-135M-Instruct Q4_1,
+// runs interleaved on one machine: 1454.6-1461.7 tok/s with 1, 1471.7-1472.5
+// with 4, 1463.7-1466.4 with 8.
+int short_rows_per_warp() {
+  static const int rows = [] {
+    const char* v = std::getenv("APH_GGUF_SHORT_ROWS");
+    const int r = v == nullptr ? 4 : std::atoi(v);
+    return r == 1 || r == 8 ? r : 4;
+  }();
+  return rows;
+}
+
 unsigned grid_for(int64_t work, int threads) {
   return static_cast<unsigned>((work + threads - 1) / threads);
 }
@@ -259,8 +322,20 @@ int matvec_typed(uint32_t type, const MatvecTarget* targets, int count, int64_t 
     } else if (x.raw) {
       const auto kernel = matvec_kernel<kType, 1, true, T>;
       const size_t smem = static_cast<size_t>(smem_x_bytes(k));
-      const dim3 grid(resident_grid(kernel, kWarpsPerBlock * 32, smem, sm_count, items));
-      rc = cuda_pdl::launch_dependent(kernel, grid, block, smem, s, ts, k, x, 1);
+      const unsigned resident = resident_grid(kernel, kWarpsPerBlock * 32, smem, sm_count, items);
+      const int rows = short_rows_per_warp();
+      if (items > resident && k <= 32 * 32 && rows > 1) {  // many short rows: the LM head
+        const MatvecTargets wide = plan_targets(targets, count, kWarpsPerBlock * rows);
+        const unsigned wide_items = wide.first_cta[count];
+        auto launch_rows = [&](auto kernel_rows) {
+          const dim3 grid(resident_grid(kernel_rows, kWarpsPerBlock * 32, smem, sm_count, wide_items));
+          return cuda_pdl::launch_dependent(kernel_rows, grid, block, smem, s, wide, k, x, 1);
+        };
+        rc = rows == 8 ? launch_rows(matvec_kernel<kType, 1, true, T, 8>)
+                       : launch_rows(matvec_kernel<kType, 1, true, T, 4>);
+      } else {
+        rc = cuda_pdl::launch_dependent(kernel, dim3(resident), block, smem, s, ts, k, x, 1);
+      }
     } else if (m == 1) {
       rc = cuda_pdl::launch_dependent(matvec_kernel<kType, 1, false, T>, dim3(items), block, 0, s, ts, k, x, 1);
     } else {

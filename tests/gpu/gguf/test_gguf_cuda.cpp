@@ -421,7 +421,9 @@ TEST_F(GgufCudaPlain, SharedForwardEqualsSeparate) {
 // shared memory (MatvecX::raw). Its outputs equal, bit for bit, those of the
 // same matvec reading the copy the quantization kernel writes: same codes,
 // same arithmetic. Two targets with enough rows that a CTA loops over
-// several work items (more items than resident CTAs), and a k of 7 blocks.
+// several work items (more items than resident CTAs; at k = 256 that is also
+// the form that takes several short rows a warp, APH_GGUF_SHORT_ROWS), and a
+// k of 7 blocks.
 TEST_P(GgufCuda, CtaQuantizationEqualsQuantizeKernel) {
   const auto [type, bf16] = GetParam();
   DeviceLayout layout{};

@@ -22,17 +22,20 @@
 // (PagedAttentionArgs::short_contexts; split_plan.hpp's
 // decode_uses_clusters) and where the GPU allows it, the split CTAs of a (sequence, head
 // chunk) run as thread block clusters of p.cluster CTAs (up to 16): the
-// members store their partials (output, max, sum) into a mailbox in the
-// leader's shared memory and arrive on one cluster barrier phase, which
-// only the leader waits on; only a sequence that needs more than one
-// cluster has its cluster leaders go through the workspace and the arrival
-// counter. (The leader once read the partials from the members' shared
-// memory between two cluster barriers: clock64 stamps of the leader showed
-// about 4000 of its ~10800 cycles after the producer wait in those barriers
-// and remote reads, the one tile of 64 tokens 3800, the slices' reduction
-// 1700, q's load 900 (docs/PERFORMANCE.md). Pushing: 1491.6-1495.8 tok/s
-// against 1465.5-1468.3 on the random SmolLM2-135M Q4_0, H200, runs
-// alternating; APH_DECODE_PUSH_MERGE=0 restores the reads.)
+// members send their partials (output, max, sum) into a mailbox in the
+// leader's shared memory with st.async, which a transaction barrier in the
+// leader counts in bytes, and exit; only the leader waits, and only a
+// sequence that needs more than one cluster has its cluster leaders go
+// through the workspace and the arrival counter. H200, SmolLM2-135M decode
+// after 512 tokens, runs interleaved on one machine (medians of 4): the real
+// Q4_1 1481.0 tok/s, a random Q4_0 1503.8; with plain remote stores and a
+// cluster barrier phase (its release arrive is a MEMBAR.ALL.GPU) 1469.2 and
+// 1486.0; with the leader reading the partials from the members' shared
+// memory between two cluster barriers (APH_DECODE_PUSH_MERGE=0, kept) 1444.2
+// and 1462.8. (clock64 stamps of that last form showed about 4000 of the
+// leader's ~10800 cycles after the producer wait in its barriers and remote
+// reads, the one tile of 64 tokens 3800, the slices' reduction 1700, q's
+// load 900: docs/PERFORMANCE.md.)
 // At batch 1 and a few hundred tokens every active split sits in one cluster,
 // and the workspace round trips (the partials' stores, a fence, the counter,
 // the merge's loads) were most of what the kernel cost after its inputs
@@ -48,6 +51,7 @@
 // against 1420-1427 with the separate kernel, on one machine. The 8B
 // Q4_K_M went from 428.4-428.8 to 430.0-430.7.
 #include <cooperative_groups.h>
+#include <cuda/ptx>
 
 #include <algorithm>
 #include <cfloat>
@@ -64,6 +68,8 @@
 namespace aph::attention::cuda {
 namespace {
 
+namespace ptx = ::cuda::ptx;  // libcu++'s PTX wrappers (st.async, mbarrier)
+
 // CTA size, chosen per launch (launch_typed). At batch 1 a decode grid is a
 // few dozen CTAs, one per SM: each thread's chain of dependent shared-memory
 // loads and FMAs is the time, not bytes, and 256 threads split a tile's
@@ -76,9 +82,14 @@ namespace {
 // against 431 us).
 constexpr int kWideThreads = 256;
 constexpr int kNarrowThreads = 128;
-constexpr int kGroup = kDecodeHeadsPerCta;  // query heads per CTA
+// Query heads a CTA covers. (A variant for groups of up to 4, with half the
+// accumulators, 80 registers against 124, was slower on the H200: SmolLM2-135M
+// decode 1477.7 against 1481.0 tok/s for the real Q4_1, 1498.6 against
+// 1503.8 for a random Q4_0, medians of 4 interleaved runs.)
+constexpr int kGroup = kDecodeHeadsPerCta;
 constexpr int kMaxCluster = kDecodeMaxCluster;
 constexpr float kLog2e = 1.4426950408889634f;
+
 
 struct DecodeParams {
   const void* q;
@@ -200,6 +211,14 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // memory may be written by its cluster only once it runs); it waits on
   // that only before its first remote store, long after.
   const bool pushing = p.cluster > 1 && !direct && p.push_merge;
+  // The leader's transaction barrier, which its members' st.async stores
+  // count down; initialized before the leader arrives on the start barrier
+  // that the members wait on before their first store.
+  __shared__ uint64_t mail_arrived;
+  if (pushing && tid == 0 && cooperative_groups::this_cluster().block_rank() == 0) {
+    ptx::mbarrier_init(&mail_arrived, 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
   if (pushing) __cluster_barrier_arrive_relaxed();
   const int per = (ctx + eff - 1) / eff;
   const int begin = min(ctx, split * per);
@@ -300,7 +319,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     const int t0 = begin + it * kTile;
 
     {  // scores: thread (token, slice) covers heads slice, slice + kQkSlices, ...
-      constexpr int kPer = kGroup / S::kQkSlices;
+      constexpr int kPer = (kGroup + S::kQkSlices - 1) / S::kQkSlices;
       float dots[kPer];
 #pragma unroll
       for (int j = 0; j < kPer; ++j) dots[j] = 0.0f;
@@ -404,14 +423,27 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   namespace cg = cooperative_groups;
   float* mailbox = reinterpret_cast<float*>(smem + S::kSmemBytes);
   const int mail_stride = p.mail_group * (HD + 2);  // floats a member
+  // A member's stores into the leader's mailbox are st.async, counted in
+  // bytes by the leader's transaction barrier: no release fence (a cluster
+  // barrier's release arrive compiles to MEMBAR.ALL.GPU) and no second
+  // barrier phase. The leader's own slot is local.
+  uint64_t* leader_arrived = nullptr;
+  const bool remote = pushing && cg::this_cluster().block_rank() != 0;
+  auto send = [&](float* dst, float v) {
+    if (remote)
+      ptx::st_async(dst, v, leader_arrived);
+    else
+      *dst = v;
+  };
   if (pushing) {
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = static_cast<int>(cluster.block_rank());
     part = cluster.map_shared_rank(mailbox, 0) + rank * mail_stride;
+    leader_arrived = cluster.map_shared_rank(&mail_arrived, 0);
     __cluster_barrier_wait();  // every member (the leader too) has started
     if (tid < G) {
-      part[p.mail_group * HD + tid] = m_s[tid];
-      part[p.mail_group * HD + p.mail_group + tid] = l_s[tid];
+      send(part + p.mail_group * HD + tid, m_s[tid]);
+      send(part + p.mail_group * HD + p.mail_group + tid, l_s[tid]);
     }
   }
   for (int i = tid; i < G * HD; i += kThreads) {
@@ -425,7 +457,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     if (direct) {
       out[(static_cast<size_t>(q_tok) * p.num_heads + h) * HD + d] = from_float<ActT>(o);
     } else if (clustered) {
-      part[i] = o;
+      send(part + i, o);
     } else {  // the workspace stride stays p.splits: its layout is the host's plan
       p.ws_out[((static_cast<size_t>(seq) * p.num_heads + h) * p.splits + split) * HD + d] = o;
     }
@@ -454,9 +486,14 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     };
     float* w_s = s_s;  // kGroup x kMaxCluster floats (s_s holds kGroup x kTile)
     if (pushing) {
-      __cluster_barrier_arrive();  // release: this member's mailbox stores
-      if (rank != 0) return;
-      __cluster_barrier_wait();  // acquire: every member's stores
+      if (rank != 0) return;  // its st.async stores complete on their own
+      __syncthreads();        // the leader's own slot
+      // Every other member's partial and stats, counted in bytes.
+      if (tid == 0)
+        ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &mail_arrived,
+                                       static_cast<uint32_t>((members - 1) * (G * HD + 2 * G) * sizeof(float)));
+      while (!ptx::mbarrier_try_wait_parity(ptx::sem_acquire, ptx::scope_cluster, &mail_arrived, 0u)) {
+      }
       // Every member's max, sum and partial are in this CTA's own memory.
       member_weights<kThreads>(G, members, w_s, m_s, l_s, [&](int j, int g, float& m, float& l) {
         m = mailbox[j * mail_stride + p.mail_group * HD + g];
@@ -592,7 +629,7 @@ int max_cluster() {
 
 // APH_DECODE_PUSH_MERGE=0: a cluster's leader reads its members' partials
 // from their shared memory (two cluster barriers) instead of the members
-// pushing them into its mailbox (one barrier phase).
+// sending them into its mailbox.
 bool push_merge() {
   static const bool on = [] {
     const char* v = std::getenv("APH_DECODE_PUSH_MERGE");
@@ -671,14 +708,15 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
     p.counters = counters;
   }
   dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
+  const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
   if constexpr (kFp8) {  // narrow CTAs once the (sequence, head) CTAs alone fill the SMs
     int sm_count = 0;
     cudaError_t e = sm_count_of_current_device(&sm_count);
     if (e != cudaSuccess) return e;
     if (static_cast<int64_t>(grid.y) * grid.z >= sm_count)
-      return launch_with_threads<HD, ActT, KvT, kNarrowThreads>(grid, p, decode_uses_clusters(a.n_seqs, a.short_contexts), stream);
+      return launch_with_threads<HD, ActT, KvT, kNarrowThreads>(grid, p, clusters, stream);
   }
-  return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, decode_uses_clusters(a.n_seqs, a.short_contexts), stream);
+  return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, clusters, stream);
 }
 
 template <typename ActT, typename KvT>

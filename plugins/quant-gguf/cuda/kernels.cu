@@ -145,45 +145,71 @@ __device__ __forceinline__ void matvec_row(const MatvecTarget& t, int64_t row, i
   }
 }
 
-// Rows of at most 32 chunks (k <= 1024), one x row: a lane holds at most
-// one chunk of a row, so the depth that keeps bytes in flight comes from
-// rows instead: the warp requests all kRows of its rows (row0, row0 + 1, ...)
-// before any math. For a matrix of many short rows, the LM head.
-template <int TYPE, int kRows, typename T>
-__device__ __forceinline__ void matvec_short_rows(const MatvecTarget& t, int64_t row0, int64_t k, const XCodes& x) {
-  using D = Decoder<TYPE>;
-  constexpr int kChunksPerBlock = D::kBlock / 32;
-  const int lane = threadIdx.x % 32;
-  const int64_t chunks = k / 32, nb = k / D::kBlock;
-  const int64_t bytes = row_bytes<TYPE>(nb);
-  const bool live = lane < chunks;
-  Chunk ch[kRows];
+// One work item's weights in a warp of the raw-x matvec (m == 1, k <= 2048):
+// rows row0 .. row0 + kRows - 1, chunks lane and lane + 32 (kSlots) of each,
+// in registers. Loading is separate from the math so that a CTA's first item
+// can be loaded before x's producer finishes (the weights do not depend on
+// it). kRows > 1 (rows of at most 32 chunks, k <= 1024): a lane holds one
+// chunk of a row, so the bytes in flight come from rows instead, all
+// requested before any math (a matrix of many short rows: the LM head).
+template <int TYPE, int kRows>
+struct RawItem {
+  static constexpr int kSlots = kRows == 1 ? 2 : 1;
+  Chunk ch[kRows][kSlots];
+
+  __device__ __forceinline__ void load(const MatvecTarget& t, int64_t row0, int64_t k) {
+    using D = Decoder<TYPE>;
+    constexpr int kChunksPerBlock = D::kBlock / 32;
+    const int lane = threadIdx.x % 32;
+    const int64_t chunks = k / 32, nb = k / D::kBlock;
+    const int64_t bytes = row_bytes<TYPE>(nb);
 #pragma unroll
-  for (int j = 0; j < kRows; ++j) {
-    if (live && row0 + j < t.n) decode_chunk<TYPE>(t.w + (row0 + j) * bytes, nb, lane / kChunksPerBlock,
-                                                   lane % kChunksPerBlock, ch[j]);
+    for (int j = 0; j < kRows; ++j) {
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        const int64_t c = lane + 32 * s;
+        if (c < chunks && row0 + j < t.n)
+          decode_chunk<TYPE>(t.w + (row0 + j) * bytes, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock),
+                             ch[j][s]);
+      }
+    }
   }
-  float acc[kRows];
+
+  // The rows' dot products with x (all lanes call: warp shuffles); lane j
+  // stores row row0 + j. The sums run in matvec_row's order, so the outputs
+  // equal those of the quantized-x form bit for bit.
+  template <typename T>
+  __device__ __forceinline__ void finish(const MatvecTarget& t, int64_t row0, int64_t k, const XCodes& x) const {
+    const int lane = threadIdx.x % 32;
+    const int64_t chunks = k / 32;
+    float acc[kRows];
 #pragma unroll
-  for (int j = 0; j < kRows; ++j)
-    acc[j] = live && row0 + j < t.n ? chunk_dot(ch[j], x.q, x.d, x.s, lane) : 0.0f;
+    for (int j = 0; j < kRows; ++j) {
+      acc[j] = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kRows; ++j) acc[j] = warp_sum(acc[j]);
-  if (lane < kRows && row0 + lane < t.n) {
-    float v = acc[0];
+      for (int s = 0; s < kSlots; ++s) {
+        const int64_t c = lane + 32 * s;
+        if (c < chunks && row0 + j < t.n) acc[j] += chunk_dot(ch[j][s], x.q, x.d, x.s, c);
+      }
+    }
 #pragma unroll
-    for (int j = 1; j < kRows; ++j) v = lane == j ? acc[j] : v;
-    const int64_t row = row0 + lane;
-    static_cast<T*>(t.y)[row] = from_float<T>(v + (t.bias ? t.bias[row] : 0.0f));
+    for (int j = 0; j < kRows; ++j) acc[j] = warp_sum(acc[j]);
+    if (lane < kRows && row0 + lane < t.n) {
+      float v = acc[0];
+#pragma unroll
+      for (int j = 1; j < kRows; ++j) v = lane == j ? acc[j] : v;
+      const int64_t row = row0 + lane;
+      static_cast<T*>(t.y)[row] = from_float<T>(v + (t.bias ? t.bias[row] : 0.0f));
+    }
   }
-}
+};
 
 // One warp per output row; lanes stride over the row's 32-element chunks.
 // MT is the batch capacity (1 or 8); m <= MT rows of x are live. kRaw
 // (m == 1): every CTA quantizes the raw x into shared memory first and loops
 // over work items of kWarpsPerBlock * kRows rows (grid = resident CTAs);
-// kRows > 1 (short rows, matvec_short_rows): a warp takes kRows consecutive
-// rows at once.
+// kRows > 1 (short rows, RawItem): a warp takes kRows consecutive rows at
+// once.
 template <int TYPE, int MT, bool kRaw, typename T, int kRows = 1>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     matvec_kernel(const MatvecTargets targets, int64_t k, const MatvecX x, int m) {
@@ -199,20 +225,47 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     const int64_t bytes = row_bytes<TYPE>(k / Decoder<TYPE>::kBlock);
     if (row < t.n) prefetch_l2(t.w + row * bytes, bytes * (t.n - row < kRows ? t.n - row : kRows));
   };
-  // Short rows, latency-bound: the first item's weights stream in while x's
-  // producer finishes.
-  if constexpr (kRaw) prefetch_item(blockIdx.x);
-  const XCodes xc = matvec_x<kRaw, T>(x, k);  // launched as a dependent: waits for x here
-  for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
-    // A resident grid loops: the next item's rows load into L2 while this
-    // one's dot products wait on theirs (a 576-wide row is one load a lane).
-    if constexpr (kRaw) prefetch_item(v + gridDim.x);
-    int64_t cta = 0;
-    const MatvecTarget& t = target_at(targets, v, &cta);
-    const int64_t row = (cta * kWarpsPerBlock + threadIdx.x / 32) * kRows;
-    if constexpr (kRows > 1) {
-      if (row < t.n) matvec_short_rows<TYPE, kRows, T>(t, row, k, xc);
+  if constexpr (kRaw) {
+    // Short rows, latency-bound: the first item's weights load into
+    // registers (APH_GGUF_PRELOAD=0: into L2 only) while x's producer
+    // finishes, so that after the wait only x's load and quantization stand
+    // before the math. H200, in a CUDA graph (aph_bench_gguf_matvec): Q4_1
+    // 576 x 576 2.2 -> 2.0 us, 1536 x 576 2.4 -> 2.0, 576 x 1536 2.8 -> 2.4,
+    // the Q8_0 head 49152 x 576 13.0 -> 11.6; SmolLM2-135M decode after 512,
+    // runs interleaved: the real Q4_1 1549.6 -> 1712.4 tok/s, a random Q4_0
+    // 1538.5 -> 1705.3 (medians of 4).
+    RawItem<TYPE, kRows> w;
+    auto item_row = [&](unsigned v, const MatvecTarget*& t) {
+      int64_t cta = 0;
+      t = &target_at(targets, v, &cta);
+      return (cta * kWarpsPerBlock + threadIdx.x / 32) * kRows;
+    };
+    const MatvecTarget* t = nullptr;
+    int64_t row = item_row(blockIdx.x, t);
+    const bool held = x.preload;  // the first item is in registers
+    if (held) {
+      if (row < t->n) w.load(*t, row, k);
+      prefetch_item(blockIdx.x + gridDim.x);
     } else {
+      prefetch_item(blockIdx.x);
+    }
+    const XCodes xc = matvec_x<true, T>(x, k);  // launched as a dependent: waits for x here
+    for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
+      if (!(held && v == blockIdx.x)) {
+        // A resident grid loops: the next item's rows load into L2 while
+        // this one's dot products wait on theirs.
+        prefetch_item(v + gridDim.x);
+        row = item_row(v, t);
+        if (row < t->n) w.load(*t, row, k);
+      }
+      if (row < t->n) w.template finish<T>(*t, row, k, xc);
+    }
+  } else {
+    const XCodes xc = matvec_x<false, T>(x, k);  // launched as a dependent: waits for x here
+    for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
+      int64_t cta = 0;
+      const MatvecTarget& t = target_at(targets, v, &cta);
+      const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
       if (row < t.n) matvec_row<TYPE, MT, T>(t, row, k, xc.q, xc.d, xc.s, m);
     }
   }
@@ -420,6 +473,10 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
   if (m < 1 || m > 8 || count < 1 || count > kMaxMatvecTargets) return static_cast<int>(cudaErrorInvalidValue);
   if (x.raw && (m != 1 || !fits_in_cta_quantization(type, k) || reinterpret_cast<uintptr_t>(x.raw) % 16 != 0))
     return static_cast<int>(cudaErrorInvalidValue);
+  static const bool preload = [] {
+    const char* v = std::getenv("APH_GGUF_PRELOAD");
+    return !(v != nullptr && v[0] == '0');
+  }();
   if (x.up && (!x.raw || reinterpret_cast<uintptr_t>(x.up) % 16 != 0)) return static_cast<int>(cudaErrorInvalidValue);
   if (x.norm_w && (!x.raw || x.up || reinterpret_cast<uintptr_t>(x.delta) % 16 != 0 ||
                    reinterpret_cast<uintptr_t>(x.residual_out) % 16 != 0))
@@ -428,8 +485,10 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
   if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);
   auto s = static_cast<cudaStream_t>(stream);
-  if (bf16) return matvec_typed<__nv_bfloat16>(type, targets, count, k, x, m, sm_count, s);
-  return matvec_typed<__half>(type, targets, count, k, x, m, sm_count, s);
+  MatvecX xp = x;
+  xp.preload = preload;
+  if (bf16) return matvec_typed<__nv_bfloat16>(type, targets, count, k, xp, m, sm_count, s);
+  return matvec_typed<__half>(type, targets, count, k, xp, m, sm_count, s);
 }
 
 int launch_matvec(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const MatvecX& x, int64_t m,

@@ -52,6 +52,10 @@ struct MatvecX {
   const float* norm_w = nullptr;
   float norm_eps = 0.0f;
   void* residual_out = nullptr;
+  // Raw x: each CTA loads its first rows' weights into registers before it
+  // waits for x's producer (APH_GGUF_PRELOAD=0: into L2 only). Set by
+  // launch_matvec_multi.
+  bool preload = true;
 };
 bool fits_in_cta_quantization(uint32_t ggml_type, int64_t k);
 

@@ -486,7 +486,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     };
     float* w_s = s_s;  // kGroup x kMaxCluster floats (s_s holds kGroup x kTile)
     if (pushing) {
-      if (rank != 0) return;  // its st.async stores complete on their own
+      // A member may exit at once: st.async carries its values from
+      // registers, and the leader, whose memory the stores land in, stays
+      // until its barrier has counted every byte.
+      if (rank != 0) return;
       __syncthreads();        // the leader's own slot
       // Every other member's partial and stats, counted in bytes.
       if (tid == 0)

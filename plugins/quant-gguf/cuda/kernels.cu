@@ -145,7 +145,8 @@ __device__ __forceinline__ void matvec_row(const MatvecTarget& t, int64_t row, i
   }
 }
 
-// One work item's weights in a warp of the raw-x matvec (m == 1, k <= 2048):
+// One work item's weights in a warp of the raw-x matvec (m == 1, k <= 2048 =
+// kCtaQuantizationMaxK, which launch_matvec_multi enforces):
 // rows row0 .. row0 + kRows - 1, chunks lane and lane + 32 (kSlots) of each,
 // in registers. Loading is separate from the math so that a CTA's first item
 // can be loaded before x's producer finishes (the weights do not depend on
@@ -347,7 +348,9 @@ __global__ void gather_rows_kernel(const uint16_t* w, int64_t n, int64_t k, cons
 // CUDA graph): 20.2 us with 1, 13.5 with 4, 15.9 with 8 (116 registers, half
 // the CTAs resident); decode512 of the real SmolLM2-135M-Instruct Q4_1,
 // runs interleaved on one machine: 1454.6-1461.7 tok/s with 1, 1471.7-1472.5
-// with 4, 1463.7-1466.4 with 8.
+// with 4, 1463.7-1466.4 with 8. With the first item's weights loaded before
+// the wait (RawItem): the head 16.7 / 12.7 / 14.4-14.5 us, the real model
+// 1723.5-1726.0 tok/s with 4 against 1706.8-1716.6 with 8.
 int short_rows_per_warp() {
   static const int rows = [] {
     const char* v = std::getenv("APH_GGUF_SHORT_ROWS");

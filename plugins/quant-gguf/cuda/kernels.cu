@@ -467,6 +467,8 @@ int launch_rms_norm_quantize_act(const void* residual, const void* delta, const 
 // decode 975 -> 1121 tok/s); Q4_K rows of 4096 and 14336 were slower in
 // every form tried (matvec_fast.cu).
 constexpr int64_t kCtaQuantizationMaxK = 2048;
+// RawItem holds kSlots chunks of 32 a lane for a row a warp.
+static_assert(kCtaQuantizationMaxK <= 32 * 32 * RawItem<2, 1>::kSlots, "a raw row must fit a warp's RawItem");
 bool fits_in_cta_quantization(uint32_t type, int64_t k) {
   return !has_fast_matvec(type) && k % 32 == 0 && k <= kCtaQuantizationMaxK;
 }

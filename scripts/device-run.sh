@@ -58,6 +58,10 @@
 #              the reverse of the change under test, `git diff -R`, or an
 #              experiment; only aph_bench_engine, which holds the core, and
 #              the GGUF plugin are rebuilt for it)
+#   envab      the build as carried under each setting of AB_ENVS (space
+#              separated VAR=value; e.g. "APH_GGUF_PRELOAD=1
+#              APH_GGUF_PRELOAD=0"), aph_bench_engine AB_CASES on AB_MODELS,
+#              runs interleaved over AB_ROUNDS rounds (env_ab.txt, medians)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
 set -uo pipefail
@@ -372,6 +376,25 @@ if want trace; then
   fi
   [ "${TRACE_BF16:-0}" = 1 ] && trace_case bf16-decode512 "$CACHE/llama3-8b-bf16" decode512
 fi
+ab_model() {  # the A/B steps' model names
+  case $1 in
+    q4km) echo "$Q4KM" ;;
+    real) echo models/SmolLM2-135M-Instruct.Q4_1.gguf ;;  # the realmodel step's file
+    *) echo "$SMOL" ;;
+  esac
+}
+ab_medians() {  # appends each label's median and runs to its RESULT file
+  python3 - "$1" <<'PY' >> "$1"
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    p = line.split("\t")
+    if p[0] == "RESULT":
+        runs[p[1] + " " + p[2]].append(float(p[3]))
+for label, v in sorted(runs.items()):
+    print(f"{label:40s} median {statistics.median(v):8.1f} tok/s  runs " + " ".join(f"{x:.1f}" for x in v))
+PY
+}
 if want engineab; then
   step "engine A/B"
   ab_models=${AB_MODELS:-smol}
@@ -398,27 +421,29 @@ if want engineab; then
   for r in $(seq "${AB_ROUNDS:-3}"); do
     for v in "${variants[@]}"; do
       for mname in $ab_models; do
-        case $mname in
-          q4km) model=$Q4KM ;;
-          real) model=models/SmolLM2-135M-Instruct.Q4_1.gguf ;;  # the realmodel step's file
-          *) model=$SMOL ;;
-        esac
-        timeout 150 $E/$v/aph_bench_engine --model "$model" --label "$v-$mname" --cases "${AB_CASES:-decode512}" \
+        timeout 150 $E/$v/aph_bench_engine --model "$(ab_model $mname)" --label "$v-$mname" --cases "${AB_CASES:-decode512}" \
           --plugins $E/$v/plugins 2>> "$OUT/engine_ab.log" | grep RESULT >> "$OUT/engine_ab.txt"
       done
     done
   done
-  python3 - "$OUT/engine_ab.txt" <<'PY' >> "$OUT/engine_ab.txt"
-import collections, statistics, sys
-runs = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    p = line.split("\t")
-    if p[0] == "RESULT":
-        runs[p[1] + " " + p[2]].append(float(p[3]))
-for label, v in sorted(runs.items()):
-    print(f"{label:32s} median {statistics.median(v):8.1f} tok/s  runs " + " ".join(f"{x:.1f}" for x in v))
-PY
+  ab_medians "$OUT/engine_ab.txt"
   record "engine A/B" 0 engine_ab.txt
+fi
+if want envab; then
+  step "env A/B"
+  smol_model
+  [[ " ${AB_MODELS:-smol} " == *" q4km "* ]] && q4km_model
+  for r in $(seq "${AB_ROUNDS:-3}"); do
+    for setting in ${AB_ENVS:?envab needs AB_ENVS}; do
+      for mname in ${AB_MODELS:-smol}; do
+        (export "$setting"
+         timeout 150 $BIN/aph_bench_engine --model "$(ab_model $mname)" --label "$setting-$mname" \
+           --cases "${AB_CASES:-decode512}" --plugins "$APH_PLUGIN_DIR" 2>> "$OUT/env_ab.log" | grep RESULT >> "$OUT/env_ab.txt")
+      done
+    done
+  done
+  ab_medians "$OUT/env_ab.txt"
+  record "env A/B" 0 env_ab.txt
 fi
 if want prepare; then
   step "bench models"

@@ -90,7 +90,6 @@ constexpr int kGroup = kDecodeHeadsPerCta;
 constexpr int kMaxCluster = kDecodeMaxCluster;
 constexpr float kLog2e = 1.4426950408889634f;
 
-
 struct DecodeParams {
   const void* q;
   void* out;

@@ -345,8 +345,8 @@ __global__ void gather_rows_kernel(const uint16_t* w, int64_t n, int64_t k, cons
 // Rows a warp takes at once in the raw matvec of many short rows (the LM
 // head): APH_GGUF_SHORT_ROWS = 1 (a row a warp, as the layers), 4 or 8.
 // H200, the SmolLM2 head (Q8_0, 49152 x 576, aph_bench_gguf_matvec in a
-// CUDA graph): 20.2 us with 1, 13.5 with 4, 15.9 with 8 (116 registers, half
-// the CTAs resident); decode512 of the real SmolLM2-135M-Instruct Q4_1,
+// CUDA graph): 20.2 us with 1, 13.5 with 4, 15.9 with 8 (116 registers: by the
+// register count 4 CTAs an SM against 7); decode512 of the real SmolLM2-135M-Instruct Q4_1,
 // runs interleaved on one machine: 1454.6-1461.7 tok/s with 1, 1471.7-1472.5
 // with 4, 1463.7-1466.4 with 8. With the first item's weights loaded before
 // the wait (RawItem): the head 16.7 / 12.7 / 14.4-14.5 us, the real model

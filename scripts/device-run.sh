@@ -53,7 +53,7 @@
 #   engineab   each of ENGINE_PATCHES applied alone (v1, v2, ...) against the
 #              tree as carried (v0): aph_bench_engine AB_CASES (default
 #              decode512) on AB_MODELS
-#              ("smol", "q4km", "real" or several; default smol), the builds' runs
+#              ("smol", "q4km", "real", "bf16" or several; default smol), the builds' runs
 #              interleaved over AB_ROUNDS rounds (engine_ab.txt; a patch is
 #              the reverse of the change under test, `git diff -R`, or an
 #              experiment; only aph_bench_engine, which holds the core, and
@@ -216,11 +216,14 @@ if want realmodel; then
   fi
 fi
 Q4KM=$CACHE/llama3-8b-Q4_K_M.gguf
-q4km_model() {  # the random 8B in Q4_K_M at $Q4KM, made once per machine
-  [ -s "$Q4KM" ] && return
+bf16_model() {  # the random 8B in bf16 safetensors, made once per machine
   [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
     timeout 300 python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 \
-      >> "$OUT/q4km.log" 2>&1
+      >> "$OUT/bf16_model.log" 2>&1
+}
+q4km_model() {  # the random 8B in Q4_K_M at $Q4KM, made once per machine
+  [ -s "$Q4KM" ] && return
+  bf16_model
   step "quantizing"
   timeout 400 $BIN/aphrodite-quantize --type Q4_K_M --pre llama-bpe $CACHE/llama3-8b-bf16 $CACHE/q4km.partial.gguf \
     >> "$OUT/q4km.log" 2>&1 && mv $CACHE/q4km.partial.gguf "$Q4KM"
@@ -380,6 +383,7 @@ ab_model() {  # the A/B steps' model names
   case $1 in
     q4km) echo "$Q4KM" ;;
     real) echo models/SmolLM2-135M-Instruct.Q4_1.gguf ;;  # the realmodel step's file
+    bf16) echo "$CACHE/llama3-8b-bf16" ;;
     *) echo "$SMOL" ;;
   esac
 }
@@ -433,6 +437,7 @@ if want envab; then
   step "env A/B"
   smol_model
   [[ " ${AB_MODELS:-smol} " == *" q4km "* ]] && q4km_model
+  [[ " ${AB_MODELS:-smol} " == *" bf16 "* ]] && bf16_model
   for r in $(seq "${AB_ROUNDS:-3}"); do
     for setting in ${AB_ENVS:?envab needs AB_ENVS}; do
       for mname in ${AB_MODELS:-smol}; do

@@ -3,13 +3,14 @@
 //
 //   aph_bench_decode_ops [--copy-gbps X]
 //
-// For each linear of a layer (and the lm_head): the project's GEMV (the path
-// ops::linear takes at one row) and cuBLAS on the same shape, as time and as
-// bytes read per second against the measured copy bandwidth. Then the whole
-// dense part of a step (32 layers of norm, QKV, RoPE, O, add+norm, gate_up,
-// SiLU-mul, down, and the head; attention left out) captured in one CUDA
-// graph, as the engine runs it: its time bounds batch-1 decode from above.
-// Every layer has its own weights, so nothing is served from L2.
+// For each linear of a layer (and the lm_head): the project's GEMV with 1, 2
+// and 4 warps a row and with its own choice (the path ops::linear takes at
+// one row), and cuBLAS on the same shape, as time and as bytes read per
+// second against the measured copy bandwidth. Then the whole dense part of a
+// step (32 layers of norm, QKV, RoPE, O, add+norm, gate_up, SiLU-mul, down,
+// and the head; attention left out) captured in one CUDA graph, as the engine
+// runs it: its time bounds batch-1 decode from above. Every layer has its own
+// weights, so nothing is served from L2.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -20,6 +21,7 @@
 
 #include "ceilings.hpp"
 #include "core/common/error.hpp"
+#include "core/ops/kernels.hpp"
 #include "core/ops/ops.hpp"
 
 namespace {
@@ -89,7 +91,8 @@ int run(double copy_gbps) {
   Tensor v = Tensor::zeros({1, kKvHeads * kHeadDim}, APH_DTYPE_BF16, 0);
 
   std::printf("batch-1 decode ops, Llama-3-8B shape, bf16 (copy ceiling %.0f GB/s read+write)\n", copy_gbps);
-  std::printf("%-22s %10s %10s %8s %10s %10s\n", "linear [N x K]", "ours us", "GB/s", "of copy", "cuBLAS us", "GB/s");
+  std::printf("%-24s %8s %8s %8s %8s %7s %8s %8s\n", "linear [N x K], us", "split 1", "split 2", "split 4", "chosen",
+              "of copy", "cuBLAS", "GB/s");
   struct Shape {
     const char* name;
     std::vector<Tensor> w;  // one per layer: cycling keeps the reads out of L2
@@ -106,18 +109,26 @@ int run(double copy_gbps) {
   }
   shapes.push_back({"lm_head", {head}, &normed, &logits});
   for (Shape& sh : shapes) {
+    double split_us[4] = {};
+    const int splits[4] = {1, 2, 4, 0};  // 0: the kernel's own choice
+    for (int si = 0; si < 4; ++si) {
+      size_t i = 0;
+      split_us[si] = 1e3 * time_ms(stream, 64, [&] {
+        const Tensor& w = sh.w[i++ % sh.w.size()];
+        cuda_ok(static_cast<cudaError_t>(aph::ops::kernels::gemv(sh.x->data(), w.data(), nullptr, sh.y->data(), 1,
+                                                                  w.dim(0), w.dim(1), w.dtype(), sh.y->dtype(),
+                                                                  stream, splits[si])),
+                "gemv");
+      });
+    }
     size_t i = 0;
-    const double ours = time_ms(stream, 64, [&] {
-      aph::ops::linear(exec, *sh.x, sh.w[i++ % sh.w.size()], nullptr, *sh.y);
-    });
-    i = 0;
     const double theirs = time_ms(stream, 64, [&] { cublas_gemv(blas, *sh.x, sh.w[i++ % sh.w.size()], *sh.y); });
     const double bytes = static_cast<double>(sh.w[0].nbytes());
     char label[64];
     std::snprintf(label, sizeof label, "%s [%lld x %lld]", sh.name, static_cast<long long>(sh.w[0].dim(0)),
                   static_cast<long long>(sh.w[0].dim(1)));
-    std::printf("%-22s %10.1f %10.0f %7.0f%% %10.1f %10.0f\n", label, ours * 1e3, bytes / (ours * 1e6),
-                100 * bytes / (ours * 1e6) / copy_gbps, theirs * 1e3, bytes / (theirs * 1e6));
+    std::printf("%-24s %8.1f %8.1f %8.1f %8.1f %6.0f%% %8.1f %8.0f\n", label, split_us[0], split_us[1], split_us[2],
+                split_us[3], 100 * bytes / (split_us[3] * 1e3) / copy_gbps, theirs * 1e3, bytes / (theirs * 1e6));
   }
 
   aph::ops::RopeParams rope;
@@ -125,9 +136,11 @@ int run(double copy_gbps) {
   rope.num_kv_heads = kKvHeads;
   rope.head_dim = kHeadDim;
   rope.rotary_dim = kHeadDim;
+  Tensor residual_alt = act(kHidden);
+  Tensor logits32 = Tensor::zeros({1, kVocab}, APH_DTYPE_F32, 0);
   auto step = [&] {
     for (Layer& l : layers) {
-      aph::ops::add_rms_norm(exec, residual, hidden, norm_w, 1e-5f, normed);
+      aph::ops::add_rms_norm(exec, residual, hidden, norm_w, 1e-5f, normed, residual_alt);
       aph::ops::linear(exec, normed, l.qkv, nullptr, qkv);
       aph::ops::QkvIn in;
       const auto* base = static_cast<const uint16_t*>(qkv.data());
@@ -137,14 +150,14 @@ int run(double copy_gbps) {
       in.q_stride = in.k_stride = in.v_stride = kQkv;
       aph::ops::rope_qkv(exec, rope, in, positions, inv_freq, q, k, v);
       aph::ops::linear(exec, attn, l.o, nullptr, o);
-      aph::ops::add_rms_norm(exec, residual, o, norm_w, 1e-5f, normed);
+      aph::ops::add_rms_norm(exec, residual_alt, o, norm_w, 1e-5f, normed, residual);
       aph::ops::linear(exec, normed, l.gate_up, nullptr, gate_up);
       const auto* gu = static_cast<const uint16_t*>(gate_up.data());
       aph::ops::silu_mul(exec, gu, gu + kInter, 2 * kInter, mlp);
       aph::ops::linear(exec, mlp, l.down, nullptr, hidden);
     }
-    aph::ops::rms_norm(exec, residual, norm_w, 1e-5f, normed);
-    aph::ops::linear(exec, normed, head, nullptr, logits);
+    aph::ops::add_rms_norm(exec, residual, hidden, norm_w, 1e-5f, normed, residual_alt);
+    aph::ops::linear(exec, normed, head, nullptr, logits32);
   };
   step();  // lazy set-up outside the capture
   cuda_ok(cudaStreamSynchronize(stream), "warm-up step");
@@ -156,7 +169,8 @@ int run(double copy_gbps) {
   cuda_ok(cudaGraphInstantiate(&exec_graph, graph, 0), "instantiate");
   const double ms = time_ms(stream, 20, [&] { cuda_ok(cudaGraphLaunch(exec_graph, stream), "graph launch"); });
   double bytes = static_cast<double>(head.nbytes());
-  for (const Layer& l : layers) bytes += static_cast<double>(l.qkv.nbytes() + l.o.nbytes() + l.gate_up.nbytes() + l.down.nbytes());
+  for (const Layer& l : layers)
+    bytes += static_cast<double>(l.qkv.nbytes() + l.o.nbytes() + l.gate_up.nbytes() + l.down.nbytes());
   std::printf("dense step (32 layers + head, no attention, one graph): %.3f ms = %.0f tok/s upper bound, "
               "%.0f GB/s = %.0f%% of copy\n",
               ms, 1e3 / ms, bytes / (ms * 1e6), 100 * bytes / (ms * 1e6) / copy_gbps);

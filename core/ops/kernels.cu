@@ -2,57 +2,18 @@
 // dtype; every launch goes on the caller's stream.
 #include <algorithm>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "aphrodite/plugin.h"
 #include "core/common/cuda_pdl.cuh"
 #include "core/common/rope_pair.cuh"
+#include "core/ops/cuda_math.cuh"
 #include "core/ops/kernels.hpp"
 
 namespace aph::ops::kernels {
 
 namespace {
 
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
 cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
-
-// Calls f(T{}) with T the C++ type of an aph dtype.
-template <typename F>
-int dispatch(int dtype, F&& f) {
-  switch (dtype) {
-    case APH_DTYPE_F32: f(float{}); break;
-    case APH_DTYPE_F16: f(__half{}); break;
-    case APH_DTYPE_BF16: f(__nv_bfloat16{}); break;
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
-  return static_cast<int>(cudaGetLastError());
-}
-
-__device__ float block_sum(float v) {
-  __shared__ float partial[32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  const int warps = (blockDim.x + 31) >> 5;
-  v = threadIdx.x < warps ? partial[threadIdx.x] : 0.0f;
-  if (warp == 0)
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (threadIdx.x == 0) partial[0] = v;
-  __syncthreads();
-  float r = partial[0];
-  __syncthreads();
-  return r;
-}
 
 template <typename Tin, typename Tout>
 __global__ void embedding_kernel(const Tin* table, const int32_t* ids, int64_t vocab, int64_t h, Tout* out) {
@@ -247,93 +208,6 @@ __global__ void add_bias_kernel(T* y, const float* bias, int64_t n, int64_t tota
     y[i] = from_f<T>(to_f(y[i]) + bias[i % n]);
 }
 
-// One warp per output feature. At batch 1 the kernel is bound by how many
-// bytes are in flight, so each lane first issues kGemvDepth 16-byte weight
-// loads (streaming: read once, kept out of L1 so x stays there) and only then
-// does the math. kRows (1, 2, 4 or 8) bounds the rows of x, so m = 1 carries
-// one accumulator, not eight. Launched as a dependent (cuda_pdl.cuh): the
-// first weight loads are issued while the kernel that writes x still runs.
-constexpr int kGemvDepth = 8;
-
-template <typename T, typename Ty, int kRows>
-__global__ void __launch_bounds__(256) gemv_vec_kernel(const T* __restrict__ x, const T* __restrict__ w,
-                                                       const float* __restrict__ bias, Ty* __restrict__ y, int m,
-                                                       int64_t n, int64_t k) {
-  constexpr int kPer = 16 / sizeof(T);
-  cuda_pdl::allow_dependents();
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
-  if (row >= n) return;  // touches nothing
-  const uint4* wr = reinterpret_cast<const uint4*>(w + row * k);
-  const int64_t vecs = k / kPer;
-  float acc[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
-  bool waited = false;
-  for (int64_t v0 = lane; v0 < vecs; v0 += 32 * kGemvDepth) {
-    uint4 wv[kGemvDepth];
-#pragma unroll
-    for (int u = 0; u < kGemvDepth; ++u) {
-      const int64_t v = v0 + u * 32;
-      wv[u] = v < vecs ? __ldcs(wr + v) : make_uint4(0, 0, 0, 0);
-    }
-    if (!waited) {  // x comes from the previous kernel
-      cuda_pdl::wait_for_producer();
-      waited = true;
-    }
-#pragma unroll
-    for (int u = 0; u < kGemvDepth; ++u) {
-      const int64_t v = v0 + u * 32;
-      if (v < vecs) {
-        const T* we = reinterpret_cast<const T*>(&wv[u]);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          if (r < m) {
-            const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + r * k) + v);
-            const T* xe = reinterpret_cast<const T*>(&xv);
-#pragma unroll
-            for (int e = 0; e < kPer; ++e) acc[r] = fmaf(to_f(we[e]), to_f(xe[e]), acc[r]);
-          }
-        }
-      }
-    }
-  }
-  if (!waited) cuda_pdl::wait_for_producer();  // this lane had no weights: y still waits
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    if (r < m) {
-      float v = acc[r];
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      if (lane == 0) y[r * n + row] = from_f<Ty>(v + (bias ? bias[row] : 0.0f));
-    }
-  }
-}
-
-// Any k and alignment: one element per lane per step.
-template <typename T, typename Ty>
-__global__ void gemv_scalar_kernel(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
-  if (row >= n) return;
-  const T* wr = w + row * k;
-  float acc[kGemvMaxRows];
-#pragma unroll
-  for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
-  for (int64_t j = lane; j < k; j += 32) {
-    const float wf = to_f(wr[j]);
-#pragma unroll
-    for (int r = 0; r < kGemvMaxRows; ++r)
-      if (r < m) acc[r] += wf * to_f(x[r * k + j]);
-  }
-#pragma unroll
-  for (int r = 0; r < kGemvMaxRows; ++r) {
-    if (r >= m) break;
-    float v = acc[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) y[r * n + row] = from_f<Ty>(v + (bias ? bias[row] : 0.0f));
-  }
-}
-
 unsigned grid_for(int64_t n, int threads) {
   int64_t g = (n + threads - 1) / threads;
   return static_cast<unsigned>(g < 1 ? 1 : (g > 65535 * 8 ? 65535 * 8 : g));
@@ -423,43 +297,6 @@ int add_bias(void* y, const float* bias, int64_t m, int64_t n, int dtype, void* 
   return dispatch(dtype, [&](auto t) {
     using T = decltype(t);
     add_bias_kernel<T><<<grid_for(m * n, 256), 256, 0, S(stream)>>>(static_cast<T*>(y), bias, n, m * n);
-  });
-}
-
-int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
-         int y_dtype, void* stream) {
-  if (m == 0 || n == 0) return 0;
-  if (m > kGemvMaxRows) return static_cast<int>(cudaErrorInvalidValue);
-  constexpr int kWarps = 8;
-  const unsigned blocks = static_cast<unsigned>((n + kWarps - 1) / kWarps);
-  const int mi = static_cast<int>(m);
-  return dispatch(dtype, [&](auto t) {
-    using T = decltype(t);
-    constexpr int kPer = 16 / sizeof(T);
-    const bool vec = k % kPer == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-                     reinterpret_cast<uintptr_t>(w) % 16 == 0;
-    dispatch(y_dtype, [&](auto ty) {
-      using Ty = decltype(ty);
-      const auto* xt = static_cast<const T*>(x);
-      const auto* wt = static_cast<const T*>(w);
-      auto* yt = static_cast<Ty*>(y);
-      cudaStream_t s = S(stream);
-      // A launch error shows in cudaGetLastError, which dispatch returns.
-      auto vec_kernel = [&](auto kernel) {
-        (void)cuda_pdl::launch_dependent(kernel, blocks, kWarps * 32, 0, s, xt, wt, bias, yt, mi, n, k);
-      };
-      if (!vec) {
-        gemv_scalar_kernel<T, Ty><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
-      } else if (m == 1) {
-        vec_kernel(gemv_vec_kernel<T, Ty, 1>);
-      } else if (m == 2) {
-        vec_kernel(gemv_vec_kernel<T, Ty, 2>);
-      } else if (m <= 4) {
-        vec_kernel(gemv_vec_kernel<T, Ty, 4>);
-      } else {
-        vec_kernel(gemv_vec_kernel<T, Ty, kGemvMaxRows>);
-      }
-    });
   });
 }
 

@@ -1,0 +1,198 @@
+// The dense GEMV of batch-1 decode: every weight byte is read once, so the
+// kernel's speed is how soon and how long its loads stay in flight.
+//
+// - Each lane issues kGemvDepth 16-byte weight loads (streaming: read once,
+//   kept out of L1 so x stays there) before it does any math, and the first
+//   batch before griddepcontrol.wait: the weights do not depend on the kernel
+//   before, so they stream while it finishes (cuda_pdl.cuh).
+// - `split` warps share a row, each a slice of it, so that a warp has about
+//   one batch of loads: it issues them all, waits once, and leaves. A warp
+//   that looped over a whole row waited for one batch before it issued the
+//   next (H200, Llama-3-8B shapes alone: a 4096 x 14336 down projection 35.9
+//   -> 31.8 us with 4 warps a row, a 6144 x 4096 QKV 18.4 -> 15.4 us with 2;
+//   docs/PERFORMANCE.md).
+#include <cstdint>
+#include <cstdlib>
+
+#include "core/common/cuda_pdl.cuh"
+#include "core/ops/cuda_math.cuh"
+#include "core/ops/kernels.hpp"
+
+namespace aph::ops::kernels {
+
+namespace {
+
+constexpr int kWarps = 8;      // a CTA is 256 threads
+constexpr int kGemvDepth = 8;  // 16-byte weight loads a lane has in flight
+constexpr int kMaxSplit = 4;
+
+template <typename T>
+constexpr int kPer = 16 / sizeof(T);  // elements in a 16-byte vector
+
+// Warps of one CTA take kWarps / split rows; the split warps of a row take
+// consecutive slices of it and add their sums through shared memory.
+// kRows (1, 2, 4 or 8) bounds the rows of x, so m = 1 carries one
+// accumulator, not eight.
+template <typename T, typename Ty, int kRows>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                                                          const float* __restrict__ bias, Ty* __restrict__ y, int m,
+                                                          int64_t n, int64_t k, int split) {
+  __shared__ float partial[kWarps][kRows];
+  cuda_pdl::allow_dependents();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarps / split) + warp / split;
+  const int part = warp % split;
+  const bool has_row = row < n;
+  // Vector indices within a row fit 32 bits; 64-bit ones cost registers the
+  // weight batch needs.
+  const int vecs = static_cast<int>(k / kPer<T>);
+  const int per_part = (vecs + split - 1) / split;
+  const int begin = min(vecs, part * per_part);
+  const int end = has_row ? min(vecs, begin + per_part) : begin;
+  const uint4* wr = reinterpret_cast<const uint4*>(w) + (has_row ? row : 0) * vecs;
+  uint4 wv[kGemvDepth];
+  auto load = [&](int v0) {
+#pragma unroll
+    for (int u = 0; u < kGemvDepth; ++u) {
+      const int v = v0 + u * 32;
+      wv[u] = v < end ? __ldcs(wr + v) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  int v0 = begin + lane;
+  load(v0);
+  cuda_pdl::wait_for_producer();  // x comes from the kernel before
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+  while (v0 < end) {
+#pragma unroll
+    for (int u = 0; u < kGemvDepth; ++u) {
+      const int v = v0 + u * 32;
+      if (v < end) {
+        const T* we = reinterpret_cast<const T*>(&wv[u]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          if (r < m) {
+            const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x) + r * vecs + v);
+            const T* xe = reinterpret_cast<const T*>(&xv);
+#pragma unroll
+            for (int e = 0; e < kPer<T>; ++e) acc[r] = fmaf(to_f(we[e]), to_f(xe[e]), acc[r]);
+          }
+        }
+      }
+    }
+    v0 += 32 * kGemvDepth;
+    if (v0 < end) load(v0);
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+  if (split > 1) {
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) partial[warp][r] = acc[r];
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float s = 0.0f;
+      for (int p = 0; p < split; ++p) s += partial[warp + p][r];
+      acc[r] = s;
+    }
+  }
+  if (lane != 0 || !has_row) return;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    if (r < m) y[r * n + row] = from_f<Ty>(acc[r] + (bias ? bias[row] : 0.0f));
+}
+
+// Any k and alignment: one element per lane per step.
+template <typename T, typename Ty>
+__global__ void gemv_scalar_kernel(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + warp;
+  if (row >= n) return;
+  const T* wr = w + row * k;
+  float acc[kGemvMaxRows];
+#pragma unroll
+  for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
+  for (int64_t j = lane; j < k; j += 32) {
+    const float wf = to_f(wr[j]);
+#pragma unroll
+    for (int r = 0; r < kGemvMaxRows; ++r)
+      if (r < m) acc[r] += wf * to_f(x[r * k + j]);
+  }
+#pragma unroll
+  for (int r = 0; r < kGemvMaxRows; ++r) {
+    if (r >= m) break;
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) y[r * n + row] = from_f<Ty>(v + (bias ? bias[row] : 0.0f));
+  }
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Warps a row: the most (up to 4) that still give each warp a whole batch
+// of loads (32 lanes x kGemvDepth vectors); each row of 4096 bf16 is then
+// two warps' batches, one of 14336 four warps' of 1.75 batches.
+int choose_split(int64_t vecs) {
+  static const int forced = [] {
+    const char* v = std::getenv("APH_GEMV_SPLIT");
+    const int s = v ? std::atoi(v) : 0;
+    return s == 1 || s == 2 || s == 4 ? s : 0;
+  }();
+  if (forced) return forced;
+  int split = 1;
+  while (split < kMaxSplit && vecs / (split * 2) >= 32 * kGemvDepth) split *= 2;
+  return split;
+}
+
+}  // namespace
+
+int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
+         int y_dtype, void* stream, int split) {
+  if (m == 0 || n == 0) return 0;
+  if (m > kGemvMaxRows || (split != 0 && split != 1 && split != 2 && split != 4)) {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  int status = 0;
+  const int launched = dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    const bool vec = k % kPer<T> == 0 && aligned16(x) && aligned16(w);
+    const int inner = dispatch(y_dtype, [&](auto ty) {
+      using Ty = decltype(ty);
+      const auto* xt = static_cast<const T*>(x);
+      const auto* wt = static_cast<const T*>(w);
+      auto* yt = static_cast<Ty*>(y);
+      const int mi = static_cast<int>(m);
+      if (!vec) {
+        const unsigned blocks = static_cast<unsigned>((n + kWarps - 1) / kWarps);
+        gemv_scalar_kernel<T, Ty><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
+        return;
+      }
+      const int sp = split ? split : choose_split(k / kPer<T>);
+      const int rows_per_cta = kWarps / sp;
+      const unsigned blocks = static_cast<unsigned>((n + rows_per_cta - 1) / rows_per_cta);
+      // A launch error shows in cudaGetLastError, which dispatch returns.
+      auto go = [&](auto kernel) {
+        (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, xt, wt, bias, yt, mi, n, k,
+                                         sp);
+      };
+      if (m == 1) {
+        go(gemv_kernel<T, Ty, 1>);
+      } else if (m == 2) {
+        go(gemv_kernel<T, Ty, 2>);
+      } else if (m <= 4) {
+        go(gemv_kernel<T, Ty, 4>);
+      } else {
+        go(gemv_kernel<T, Ty, kGemvMaxRows>);
+      }
+    });
+    status = inner;
+  });
+  return status ? status : launched;
+}
+
+}  // namespace aph::ops::kernels

@@ -59,8 +59,9 @@
 #              experiment; only aph_bench_engine, which holds the core, and
 #              the GGUF plugin are rebuilt for it)
 #   envab      the build as carried under each setting of AB_ENVS (space
-#              separated VAR=value; e.g. "APH_GGUF_PRELOAD=1
-#              APH_GGUF_PRELOAD=0"), aph_bench_engine AB_CASES on AB_MODELS,
+#              separated VAR=value, several joined by commas; e.g.
+#              "APH_GGUF_PRELOAD=1 APH_GGUF_PRELOAD=0,APH_PDL=0"),
+#              aph_bench_engine AB_CASES on AB_MODELS,
 #              runs interleaved over AB_ROUNDS rounds (env_ab.txt, medians)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
 #   bench      bench/run.sh: the issue-5 table (models from `prepare`)
@@ -441,7 +442,8 @@ if want envab; then
   for r in $(seq "${AB_ROUNDS:-3}"); do
     for setting in ${AB_ENVS:?envab needs AB_ENVS}; do
       for mname in ${AB_MODELS:-smol}; do
-        (export "$setting"
+        (IFS=, read -ra vars <<< "$setting"  # A=1,B=2: both at once
+         export "${vars[@]}"
          timeout 150 $BIN/aph_bench_engine --model "$(ab_model $mname)" --label "$setting-$mname" \
            --cases "${AB_CASES:-decode512}" --plugins "$APH_PLUGIN_DIR" 2>> "$OUT/env_ab.log" | grep RESULT >> "$OUT/env_ab.txt")
       done

@@ -5,12 +5,12 @@
 //   kept out of L1 so x stays there) before it does any math, and the first
 //   batch before griddepcontrol.wait: the weights do not depend on the kernel
 //   before, so they stream while it finishes (cuda_pdl.cuh).
-// - `split` warps share a row, each a slice of it, so that a warp has about
-//   one batch of loads: it issues them all, waits once, and leaves. A warp
-//   that looped over a whole row waited for one batch before it issued the
-//   next (H200, Llama-3-8B shapes alone: a 4096 x 14336 down projection 35.9
-//   -> 31.8 us with 4 warps a row, a 6144 x 4096 QKV 18.4 -> 15.4 us with 2;
-//   docs/PERFORMANCE.md).
+// - `split` warps share a row, each a slice of it, so that a warp has one or
+//   two batches of loads to wait for. A warp that looped over a whole row
+//   waited for each batch before it issued the next (H200, Llama-3-8B shapes
+//   alone: a 4096 x 14336 down projection 34.9 -> 31.2 us with 4 warps a row,
+//   a 6144 x 4096 QKV 17.8 -> 15.3 us with 2; the 8B's decode 201.8 -> 213.0
+//   tok/s; docs/PERFORMANCE.md).
 #include <cstdint>
 #include <cstdlib>
 

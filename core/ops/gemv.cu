@@ -5,12 +5,12 @@
 //   kept out of L1 so x stays there) before it does any math, and the first
 //   batch before griddepcontrol.wait: the weights do not depend on the kernel
 //   before, so they stream while it finishes (cuda_pdl.cuh).
-// - `split` warps share a row, each a slice of it, so that a warp has one or
-//   two batches of loads to wait for. A warp that looped over a whole row
+// - `split` warps share a row, each a slice of it, so that a warp has about
+//   one batch of loads to wait for. A warp that looped over a whole row
 //   waited for each batch before it issued the next (H200, Llama-3-8B shapes
-//   alone: a 4096 x 14336 down projection 34.9 -> 31.2 us with 4 warps a row,
+//   alone: a 4096 x 14336 down projection 34.9 -> 29.6 us with 8 warps a row,
 //   a 6144 x 4096 QKV 17.8 -> 15.3 us with 2; the 8B's decode 201.8 -> 213.0
-//   tok/s; docs/PERFORMANCE.md).
+//   tok/s with 2 and 4, 214.6 with 2 and 8; docs/PERFORMANCE.md).
 #include <cstdint>
 #include <cstdlib>
 
@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kWarps = 8;      // a CTA is 256 threads
 constexpr int kGemvDepth = 8;  // 16-byte weight loads a lane has in flight
-constexpr int kMaxSplit = 4;
+constexpr int kMaxSplit = 8;  // a CTA's warps all on one row
 
 template <typename T>
 constexpr int kPer = 16 / sizeof(T);  // elements in a 16-byte vector
@@ -133,18 +133,29 @@ __global__ void gemv_scalar_kernel(const T* x, const T* w, const float* bias, Ty
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Warps a row: the most (up to 4) that still give each warp a whole batch
-// of loads (32 lanes x kGemvDepth vectors); each row of 4096 bf16 is then
-// two warps' batches, one of 14336 four warps' of 1.75 batches.
+bool valid_split(int s) { return s == 1 || s == 2 || s == 4 || s == 8; }
+
+// Warps a row: the most that still give each warp a slice of at least
+// APH_GEMV_MIN_SLICE vectors, by default 7 of the 8 loads a lane of a batch
+// (32 lanes x kGemvDepth): a row of 4096 bf16 is then two warps' full
+// batches, one of 14336 eight warps' 7/8 batches (H200, the 8B's down
+// projection alone 31.2 us with 4 warps, 29.6 with 8; its decode after 512
+// 212.9 -> 214.6 tok/s with a minimum of 224 against 256, medians of 2
+// interleaved runs). APH_GEMV_SPLIT=N fixes the split.
 int choose_split(int64_t vecs) {
   static const int forced = [] {
     const char* v = std::getenv("APH_GEMV_SPLIT");
     const int s = v ? std::atoi(v) : 0;
-    return s == 1 || s == 2 || s == 4 ? s : 0;
+    return valid_split(s) ? s : 0;
+  }();
+  static const int64_t min_slice = [] {
+    const char* v = std::getenv("APH_GEMV_MIN_SLICE");
+    const int64_t s = v ? std::atoll(v) : 0;
+    return s > 0 ? s : static_cast<int64_t>(28 * kGemvDepth);
   }();
   if (forced) return forced;
   int split = 1;
-  while (split < kMaxSplit && vecs / (split * 2) >= 32 * kGemvDepth) split *= 2;
+  while (split < kMaxSplit && vecs / (split * 2) >= min_slice) split *= 2;
   return split;
 }
 
@@ -153,7 +164,7 @@ int choose_split(int64_t vecs) {
 int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
          int y_dtype, void* stream, int split) {
   if (m == 0 || n == 0) return 0;
-  if (m > kGemvMaxRows || (split != 0 && split != 1 && split != 2 && split != 4)) {
+  if (m > kGemvMaxRows || (split != 0 && !valid_split(split))) {
     return static_cast<int>(cudaErrorInvalidValue);
   }
   cudaStream_t s = static_cast<cudaStream_t>(stream);

@@ -31,8 +31,8 @@ int gather_rows(const void* x, const int32_t* idx, int64_t count, int64_t row_by
 int convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n, void* stream);
 // The batch-1 decode GEMV (gemv.cu): y[m, n] = x[m, :] · w[n, :] + bias[n]
 // for m <= kGemvMaxRows, x and w of one dtype, y of y_dtype. Reads each
-// weight row once. split: warps that share a weight row (1, 2 or 4), 0 to
-// choose by the row's length; APH_GEMV_SPLIT=N overrides the choice.
+// weight row once. split: warps that share a weight row (1, 2, 4 or 8), 0
+// to choose by the row's length; APH_GEMV_SPLIT=N overrides the choice.
 constexpr int kGemvMaxRows = 8;
 int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
          int y_dtype, void* stream, int split = 0);

@@ -174,14 +174,18 @@ if want smol; then
   engine_case smol-q4_0 $SMOL smollm2-135m decode512
   smol_ab
 fi
+bf16_model() {  # the random 8B in bf16 safetensors, made once per machine
+  [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
+    timeout 300 python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 \
+      >> "$OUT/bf16_model.log" 2>&1
+}
 if want engine; then
   step "engine: random-weight models"
   smol_model
   engine_case smol-q4_0 $SMOL smollm2-135m decode512,batch64
   APH_PDL=0 engine_case smol-q4_0-nopdl $SMOL smollm2-135m decode512
   smol_ab
-  [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
-    python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 >> "$OUT/bench_engine.log" 2>&1
+  bf16_model
   engine_case 8b-bf16 $CACHE/llama3-8b-bf16 llama3-8b decode512,ctx8k
   APH_PDL=0 engine_case 8b-bf16-nopdl $CACHE/llama3-8b-bf16 llama3-8b decode512
 fi
@@ -217,11 +221,6 @@ if want realmodel; then
   fi
 fi
 Q4KM=$CACHE/llama3-8b-Q4_K_M.gguf
-bf16_model() {  # the random 8B in bf16 safetensors, made once per machine
-  [ -f "$CACHE/llama3-8b-bf16/config.json" ] ||
-    timeout 300 python3 bench/engine/make_model.py --shape llama3-8b --dtype bf16 --out $CACHE/llama3-8b-bf16 \
-      >> "$OUT/bf16_model.log" 2>&1
-}
 q4km_model() {  # the random 8B in Q4_K_M at $Q4KM, made once per machine
   [ -s "$Q4KM" ] && return
   bf16_model
@@ -405,6 +404,7 @@ if want engineab; then
   ab_models=${AB_MODELS:-smol}
   smol_model
   [[ " $ab_models " == *" q4km "* ]] && q4km_model
+  [[ " $ab_models " == *" bf16 "* ]] && bf16_model
   E=/tmp/aph-eab
   rm -rf $E && mkdir -p $E/v0 && cp -r build-device/plugins $BIN/aph_bench_engine $E/v0/
   variants=(v0)

@@ -24,6 +24,12 @@ cudaError_t launch_write_kv_cache(const PagedAttentionArgs& args, int32_t* count
 cudaError_t launch_decode(const PagedAttentionArgs& args, int splits, int32_t* counters,
                           cudaStream_t stream);
 
+// The same contract as launch_decode, by decode_stream.cu's kernel: each
+// warp streams its own tokens with no CTA barrier until the end. For launches
+// without thread block clusters (long contexts, several sequences).
+cudaError_t launch_decode_stream(const PagedAttentionArgs& args, int splits, int32_t* counters,
+                                 cudaStream_t stream);
+
 // Flash-attention-style tiles for sequences with q_len > 1 (tensor cores).
 cudaError_t launch_prefill(const PagedAttentionArgs& args, cudaStream_t stream);
 

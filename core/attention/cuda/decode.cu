@@ -60,7 +60,9 @@
 
 #include "core/attention/cuda/async_copy.cuh"
 #include "core/attention/cuda/attention_kernels.h"
+#include "core/attention/cuda/decode_common.cuh"
 #include "core/attention/cuda/kv_types.cuh"
+#include "core/attention/decode_partition.hpp"
 #include "core/attention/split_plan.hpp"
 #include "core/common/cuda_cluster.hpp"
 #include "core/common/cuda_pdl.cuh"
@@ -88,34 +90,6 @@ constexpr int kNarrowThreads = 128;
 // 1503.8 for a random Q4_0, medians of 4 interleaved runs.)
 constexpr int kGroup = kDecodeHeadsPerCta;
 constexpr int kMaxCluster = kDecodeMaxCluster;
-constexpr float kLog2e = 1.4426950408889634f;
-
-struct DecodeParams {
-  const void* q;
-  void* out;
-  const uint8_t* k_cache;
-  const uint8_t* v_cache;
-  const int32_t* query_start;
-  const int32_t* context_lens;
-  const int32_t* block_tables;
-  int32_t max_blocks_per_seq;
-  int32_t num_heads;
-  int32_t num_kv_heads;
-  int32_t block_size;
-  int32_t group;
-  int32_t head_chunks;
-  int32_t splits;
-  int32_t cluster;  // CTAs of a cluster along x (1: no cluster); divides splits
-  int32_t mail_group;  // query heads a cluster's mailbox holds per member (>= any CTA's G)
-  bool push_merge;     // members push their partials into the leader's mailbox
-  float qk_scale;  // softmax_scale * k_scale * log2(e): scores come out in log2 units
-  float v_scale;
-  float* ws_out;  // [seq][head][split][HD]
-  float* ws_max;  // [seq][head][split]
-  float* ws_sum;
-  int32_t* counters;  // [seq][head CTA], zeroed by the KV write kernel
-};
-
 template <int HD, typename KvT, int kThreads>
 struct DecodeShape {
   static constexpr int kTile = HD > 128 ? 32 : 64;  // tokens per KV tile
@@ -132,18 +106,6 @@ struct DecodeShape {
   static constexpr int kBigBytes = kKvBytes > kRedBytes ? kKvBytes : kRedBytes;
   static constexpr int kSmemBytes = kBigBytes + (kGroup * HD + kGroup * kTile + 3 * kGroup) * 4;
 };
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // A cluster leader's weight for each member and head, sum_j * 2^(max_j - max)
 // normalized (as the workspace merge weighs splits), into
@@ -185,24 +147,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   float* a_s = l_s + kGroup;
 
   const int tid = threadIdx.x;
-  const int seq = blockIdx.z;
-  const int kvh = blockIdx.y / p.head_chunks;
-  const int g0 = (blockIdx.y % p.head_chunks) * kGroup;
-  const int G = min(kGroup, p.group - g0);
-  const int h0 = kvh * p.group + g0;
-  const int split = blockIdx.x;
-  const int q_tok = p.query_start[seq];
-  if (p.query_start[seq + 1] - q_tok != 1) return;  // prefill rows belong to the other kernel
-  const int ctx = p.context_lens[seq];
-  // Effective split count for this sequence: the grid is sized for the
-  // captured max_context_len, but a split under kDecodeMinSplitTokens tokens
-  // costs more (partial write + merge read) than it saves. eff depends only
-  // on ctx, so every CTA of the sequence agrees on it. Surplus CTAs leave
-  // before any __syncthreads and never touch the arrival counter (the KV write
-  // zeroes it each call, so an untouched counter is harmless), and their
-  // workspace slots are never read: the merge stops at eff.
-  const int eff = min(max((ctx + kDecodeMinSplitTokens - 1) / kDecodeMinSplitTokens, 1), p.splits);
-  if (split >= eff) return;
+  // The grid is sized for the captured max_context_len, but a split under
+  // kDecodeMinSplitTokens tokens costs more (partial write + merge read) than
+  // it saves: surplus CTAs leave here (decode_common.cuh's DecodeCta).
+  const DecodeCta cta = locate_decode_cta<kGroup>(p);
+  if (!cta.active) return;
+  const int seq = cta.seq, kvh = cta.kvh, G = cta.G, h0 = cta.h0, split = cta.split;
+  const int q_tok = cta.q_tok, ctx = cta.ctx, eff = cta.eff;
   // eff == 1: the single CTA holds the whole context and writes the output
   // itself, like the p.splits == 1 path.
   const bool direct = eff == 1;
@@ -219,9 +170,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   if (pushing) __cluster_barrier_arrive_relaxed();
-  const int per = (ctx + eff - 1) / eff;
-  const int begin = min(ctx, split * per);
-  const int end = min(ctx, begin + per);
+  const TokenRange range = decode_split_range(ctx, eff, split);
+  const int begin = range.begin, end = range.end;
   const int n_tiles = (end - begin + kTile - 1) / kTile;
 
   const int32_t* table = p.block_tables + static_cast<size_t>(seq) * p.max_blocks_per_seq;
@@ -531,85 +481,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     }
     if (rank != 0 || n_clusters == 1) return;
   }
-  if (tid < G) {
-    const size_t idx = (static_cast<size_t>(seq) * p.num_heads + h0 + tid) * p.splits + slot;
-    p.ws_max[idx] = m_s[tid];
-    p.ws_sum[idx] = l_s[tid];
-  }
-
-  // Publish this split's partials, then count it; the last of the eff active
-  // splits to arrive (threadFenceReduction pattern) merges all of them.
-  __shared__ int is_last;
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    const int prev = atomicAdd(p.counters + static_cast<size_t>(seq) * gridDim.y + blockIdx.y, 1);
-    is_last = prev == n_slots - 1;
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-
-  // Weights sum_i * 2^(max_i - max) per (head, split) over the eff active
-  // splits only (slots >= eff hold stale data from earlier calls); __ldcg reads
-  // L2, where the other CTAs' partials are, never a stale L1 line.
-  float* w_s = red;     // the reduction buffer is free again
-  float* inv_s = s_s;   // kGroup floats
-  for (int g = warp; g < G; g += kWarps) {
-    const size_t base = (static_cast<size_t>(seq) * p.num_heads + h0 + g) * p.splits;
-    float mx = -INFINITY;
-    for (int i = lane; i < n_slots; i += 32) {
-      if (__ldcg(p.ws_sum + base + i) > 0.0f) mx = fmaxf(mx, __ldcg(p.ws_max + base + i));
-    }
-    mx = warp_max(mx);
-    float total = 0.0f;
-    for (int i = lane; i < n_slots; i += 32) {
-      const float l = __ldcg(p.ws_sum + base + i);
-      const float w = l > 0.0f ? l * exp2f(__ldcg(p.ws_max + base + i) - mx) : 0.0f;
-      w_s[g * kDecodeMaxSplits + i] = w;
-      total += w;
-    }
-    total = warp_sum(total);
-    if (lane == 0) inv_s[g] = total > 0.0f ? 1.0f / total : 0.0f;
-  }
-  __syncthreads();
-  // Weighted sum of the partials. Each load is an L2 round trip, so a
-  // thread takes 4 consecutive dims of a head as float4 loads and issues
-  // kBatch splits of them into registers before any FMA uses them: 128
-  // threads cover a Llama group (4 heads x 128 dims) in one pass, and 64
-  // splits (8k context) are 8 round trips, not the 32 of scalar loads. Loading
-  // unconditionally is safe: every split < eff wrote finite partials (0 when
-  // its range was empty, with weight 0). Only the tail of the last batch is
-  // predicated off, so no slot >= eff is read.
-  constexpr int kBatch = 8;
-  constexpr int kQuads = HD / 4;
-  for (int i = tid; i < G * kQuads; i += kThreads) {
-    const int g = i / kQuads, d4 = i % kQuads;
-    const size_t base = (static_cast<size_t>(seq) * p.num_heads + h0 + g) * p.splits;
-    const float4* src = reinterpret_cast<const float4*>(p.ws_out + base * HD) + d4;
-    const float* w_g = w_s + g * kDecodeMaxSplits;
-    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int sp = 0; sp < n_slots; sp += kBatch) {
-      float4 v[kBatch];
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j)
-        v[j] = sp + j < n_slots ? __ldcg(src + static_cast<size_t>(sp + j) * kQuads) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        const float w = sp + j < n_slots ? w_g[sp + j] : 0.0f;
-        o.x = fmaf(w, v[j].x, o.x);
-        o.y = fmaf(w, v[j].y, o.y);
-        o.z = fmaf(w, v[j].z, o.z);
-        o.w = fmaf(w, v[j].w, o.w);
-      }
-    }
-    const float inv = inv_s[g];
-    ActT* dst = out + (static_cast<size_t>(q_tok) * p.num_heads + h0 + g) * HD + 4 * d4;
-    dst[0] = from_float<ActT>(o.x * inv);
-    dst[1] = from_float<ActT>(o.y * inv);
-    dst[2] = from_float<ActT>(o.z * inv);
-    dst[3] = from_float<ActT>(o.w * inv);
-  }
+  // The partials are in the workspace; the last split to arrive merges them
+  // (the reduction buffer and the score rows are free scratch again).
+  publish_and_merge<HD, ActT, kThreads>(p, seq, q_tok, h0, G, slot, n_slots, m_s, l_s, red, s_s);
 }
 
 cudaError_t sm_count_of_current_device(int* sm_count) {
@@ -681,37 +555,11 @@ cudaError_t launch_with_threads(dim3 grid, DecodeParams p, bool clusters, cudaSt
 }
 
 template <int HD, typename ActT, typename KvT>
-cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters,
+cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
                          cudaStream_t stream) {
-  constexpr bool kFp8 = kIsFp8<KvT>;
-  DecodeParams p{};
-  p.q = a.q;
-  p.out = a.out;
-  p.k_cache = static_cast<const uint8_t*>(a.k_cache);
-  p.v_cache = static_cast<const uint8_t*>(a.v_cache);
-  p.query_start = a.query_start;
-  p.context_lens = a.context_lens;
-  p.block_tables = a.block_tables;
-  p.max_blocks_per_seq = a.max_blocks_per_seq;
-  p.num_heads = a.num_heads;
-  p.num_kv_heads = a.layout.num_kv_heads;
-  p.block_size = a.layout.block_size;
-  p.group = a.num_heads / a.layout.num_kv_heads;
-  p.head_chunks = (p.group + kGroup - 1) / kGroup;
-  p.splits = splits;
-  p.cluster = 1;  // launch_with_threads picks the cluster
-  p.qk_scale = a.softmax_scale * (kFp8 ? a.k_scale : 1.0f) * kLog2e;
-  p.v_scale = kFp8 ? a.v_scale : 1.0f;
-  if (splits > 1) {
-    const size_t parts = static_cast<size_t>(a.n_seqs) * a.num_heads * splits;
-    p.ws_out = static_cast<float*>(a.workspace);
-    p.ws_max = p.ws_out + parts * HD;
-    p.ws_sum = p.ws_max + parts;
-    p.counters = counters;
-  }
+  DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);  // launch_with_threads picks the cluster
   dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
-  const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
-  if constexpr (kFp8) {  // narrow CTAs once the (sequence, head) CTAs alone fill the SMs
+  if constexpr (kIsFp8<KvT>) {  // narrow CTAs once the (sequence, head) CTAs alone fill the SMs
     int sm_count = 0;
     cudaError_t e = sm_count_of_current_device(&sm_count);
     if (e != cudaSuccess) return e;
@@ -721,29 +569,17 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
   return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, clusters, stream);
 }
 
-template <typename ActT, typename KvT>
-cudaError_t launch_hd(const PagedAttentionArgs& a, int splits, int32_t* counters,
-                      cudaStream_t stream) {
-  switch (a.layout.head_dim) {
-    case 64: return launch_typed<64, ActT, KvT>(a, splits, counters, stream);
-    case 80: return launch_typed<80, ActT, KvT>(a, splits, counters, stream);
-    case 96: return launch_typed<96, ActT, KvT>(a, splits, counters, stream);
-    case 128: return launch_typed<128, ActT, KvT>(a, splits, counters, stream);
-    case 256: return launch_typed<256, ActT, KvT>(a, splits, counters, stream);
-    default: return cudaErrorInvalidValue;
-  }
-}
-
-template <typename ActT>
-cudaError_t launch_act(const PagedAttentionArgs& a, int splits, int32_t* counters,
-                       cudaStream_t stream) {
-  switch (a.layout.dtype) {
-    case APH_DTYPE_F16: return launch_hd<ActT, __half>(a, splits, counters, stream);
-    case APH_DTYPE_BF16: return launch_hd<ActT, __nv_bfloat16>(a, splits, counters, stream);
-    case APH_DTYPE_F8_E4M3: return launch_hd<ActT, Fp8E4M3>(a, splits, counters, stream);
-    case APH_DTYPE_F8_E5M2: return launch_hd<ActT, Fp8E5M2>(a, splits, counters, stream);
-    default: return cudaErrorInvalidValue;
-  }
+// APH_DECODE_STREAM=1: launches without clusters take decode_stream.cu's
+// kernel. Off by default until the H200 has measured it against this file's
+// (docs/PERFORMANCE.md, "What would close the gaps"): it was written in a
+// session that had no GPU, so only its build and the CPU test of its token
+// partition have run.
+bool streaming_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_DECODE_STREAM");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
 }
 
 }  // namespace
@@ -752,8 +588,11 @@ cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* coun
                           cudaStream_t stream) {
   if (a.n_seqs == 0) return cudaSuccess;
   if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
-  return a.act_dtype == APH_DTYPE_BF16 ? launch_act<__nv_bfloat16>(a, splits, counters, stream)
-                                       : launch_act<__half>(a, splits, counters, stream);
+  const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
+  if (!clusters && streaming_enabled()) return launch_decode_stream(a, splits, counters, stream);
+  return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
+    return launch_typed<decltype(hd)::value, decltype(act), decltype(kv)>(a, splits, counters, clusters, stream);
+  });
 }
 
 }  // namespace aph::attention::cuda

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "core/attention/cuda/attention_kernels.h"
+#include "core/attention/cuda/call_params.cuh"
 #include "core/attention/cuda/kv_types.cuh"
 
 namespace aph::attention::cuda {
@@ -18,24 +19,7 @@ namespace {
 
 constexpr int kThreads = 128;
 constexpr int kRows = 64;
-constexpr float kLog2e = 1.4426950408889634f;
-
-struct PrefillParams {
-  const void* q;
-  void* out;
-  const uint8_t* k_cache;
-  const uint8_t* v_cache;
-  const int32_t* query_start;
-  const int32_t* context_lens;
-  const int32_t* block_tables;
-  int32_t max_blocks_per_seq;
-  int32_t num_heads;
-  int32_t num_kv_heads;
-  int32_t block_size;
-  int32_t group;
-  float qk_scale;  // softmax_scale * k_scale * log2(e)
-  float v_scale;
-};
+using PrefillParams = AttentionCallParams;
 
 template <int HD>
 struct PrefillShape {
@@ -241,22 +225,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillParams p) {
 
 template <int HD, typename ActT, typename KvT>
 cudaError_t launch_typed(const PagedAttentionArgs& a, cudaStream_t stream) {
-  constexpr bool kFp8 = kIsFp8<KvT>;
-  PrefillParams p{};
-  p.q = a.q;
-  p.out = a.out;
-  p.k_cache = static_cast<const uint8_t*>(a.k_cache);
-  p.v_cache = static_cast<const uint8_t*>(a.v_cache);
-  p.query_start = a.query_start;
-  p.context_lens = a.context_lens;
-  p.block_tables = a.block_tables;
-  p.max_blocks_per_seq = a.max_blocks_per_seq;
-  p.num_heads = a.num_heads;
-  p.num_kv_heads = a.layout.num_kv_heads;
-  p.block_size = a.layout.block_size;
-  p.group = a.num_heads / a.layout.num_kv_heads;
-  p.qk_scale = a.softmax_scale * (kFp8 ? a.k_scale : 1.0f) * kLog2e;
-  p.v_scale = kFp8 ? a.v_scale : 1.0f;
+  const PrefillParams p = make_call_params(a, kIsFp8<KvT>);
   constexpr int smem = PrefillShape<HD>::kSmemBytes;
   auto kernel = prefill_kernel<HD, ActT, KvT>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -267,35 +236,13 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template <typename ActT, typename KvT>
-cudaError_t launch_hd(const PagedAttentionArgs& a, cudaStream_t stream) {
-  switch (a.layout.head_dim) {
-    case 64: return launch_typed<64, ActT, KvT>(a, stream);
-    case 80: return launch_typed<80, ActT, KvT>(a, stream);
-    case 96: return launch_typed<96, ActT, KvT>(a, stream);
-    case 128: return launch_typed<128, ActT, KvT>(a, stream);
-    case 256: return launch_typed<256, ActT, KvT>(a, stream);
-    default: return cudaErrorInvalidValue;
-  }
-}
-
-template <typename ActT>
-cudaError_t launch_act(const PagedAttentionArgs& a, cudaStream_t stream) {
-  switch (a.layout.dtype) {
-    case APH_DTYPE_F16: return launch_hd<ActT, __half>(a, stream);
-    case APH_DTYPE_BF16: return launch_hd<ActT, __nv_bfloat16>(a, stream);
-    case APH_DTYPE_F8_E4M3: return launch_hd<ActT, Fp8E4M3>(a, stream);
-    case APH_DTYPE_F8_E5M2: return launch_hd<ActT, Fp8E5M2>(a, stream);
-    default: return cudaErrorInvalidValue;
-  }
-}
-
 }  // namespace
 
 cudaError_t launch_prefill(const PagedAttentionArgs& a, cudaStream_t stream) {
   if (a.n_seqs == 0 || a.max_query_len <= 1) return cudaSuccess;
-  return a.act_dtype == APH_DTYPE_BF16 ? launch_act<__nv_bfloat16>(a, stream)
-                                       : launch_act<__half>(a, stream);
+  return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
+    return launch_typed<decltype(hd)::value, decltype(act), decltype(kv)>(a, stream);
+  });
 }
 
 }  // namespace aph::attention::cuda

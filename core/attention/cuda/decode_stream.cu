@@ -1,0 +1,276 @@
+// Split-K decode in which every warp streams its own tokens.
+//
+// The tiled kernel (decode.cu) has the whole CTA walk 64-token tiles with
+// four CTA barriers a tile; at batch 1 that chain of barriers and dependent
+// shared-memory loads, not the bytes, set its time: at 8k context a Llama-3-8B
+// layer's attention took 27.5 us for 33.5 MB of KV (1.2 TB/s, stop 20's
+// trace). Here a warp takes every kWarps-th group of kTokens consecutive
+// tokens of its CTA's split; lane (token of the group, chunk) owns 8
+// dimensions of one token's K and V row. The lane copies its own chunks into
+// its own slots of a per-warp ring of kStages steps with cp.async, so
+// kStages - 1 steps stay in flight while it computes, and since no lane
+// reads another's slot (with fp8, its pair's: a warp barrier) the loop has
+// no CTA barrier: a step is a partial q.k over 8 dims, a shuffle sum over
+// the token's lanes, and an online softmax update of the lane's 8 output
+// dims per query head. The warps'
+// (max, sum, output) meet once, in shared memory, at the end; with several
+// splits the last one to arrive merges the workspace as the tiled kernel
+// does (decode_common.cuh).
+//
+// Launched as a programmatic dependent of the KV write (core/common/
+// cuda_pdl.cuh): the block table and every cached row but this step's
+// (ctx - 1) were complete before the step began, so the first kStages - 1
+// steps are issued before the wait, less the newest row, which its lane
+// copies after the wait.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <type_traits>
+
+#include "core/attention/cuda/async_copy.cuh"
+#include "core/attention/cuda/attention_kernels.h"
+#include "core/attention/cuda/decode_common.cuh"
+#include "core/attention/cuda/kv_types.cuh"
+#include "core/attention/decode_partition.hpp"
+#include "core/attention/split_plan.hpp"
+#include "core/common/cuda_pdl.cuh"
+
+namespace aph::attention::cuda {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kStages = 8;  // a warp's ring: steps of KV in flight, plus the one in use
+
+template <int HD, typename KvT, int kG>
+struct StreamShape {
+  static constexpr int kChunks = HD / 8;  // lanes holding a token's row, 8 dims each
+  static constexpr int kLanes = kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;  // lanes a token
+  static constexpr int kTokens = 32 / kLanes;                                // tokens a warp step
+  static constexpr int kChunkBytes = 8 * KvTraits<KvT>::kBytes;
+  // Every copy is 16 bytes, cp.async.cg or ld.global.cg: L2 only, so no copy
+  // made before the producer wait can leave a stale L1 line for one after
+  // it. With fp8 (8-byte chunks) an even lane copies its odd neighbour's
+  // chunk too.
+  static constexpr int kLanesPerCopy = 16 / kChunkBytes;
+  static constexpr int kRowBytes = HD * KvTraits<KvT>::kBytes;
+  static constexpr int kStepBytes = 2 * 32 * kChunkBytes;  // K then V, one slot a lane
+  static constexpr int kRingBytes = kWarps * kStages * kStepBytes;
+  static constexpr int kRedBytes = kWarps * kG * HD * 4;  // the warps' outputs at the end
+  static constexpr int kMergeBytes = kDecodeHeadsPerCta * kDecodeMaxSplits * 4;  // publish_and_merge's weights
+  static constexpr int kSmemBytes = std::max({kRingBytes, kRedBytes, kMergeBytes});
+};
+
+// kG: query heads a CTA holds in registers (4 for groups of up to 4, else
+// kDecodeHeadsPerCta); the grid's head chunks are always kDecodeHeadsPerCta.
+template <int HD, typename ActT, typename KvT, int kG>
+__global__ void __launch_bounds__(kThreads) decode_stream_kernel(DecodeParams p) {
+  cuda_pdl::allow_dependents();  // the output projection can launch
+  using S = StreamShape<HD, KvT, kG>;
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ float warp_m[kWarps][kG], warp_l[kWarps][kG];
+  __shared__ float m_s[kG], l_s[kG], inv_s[kDecodeHeadsPerCta];
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int grp = lane / S::kLanes, c = lane % S::kLanes;
+  const bool has_chunk = c < S::kChunks;  // head sizes 80 and 96 leave lanes idle
+  const bool copies = has_chunk && c % S::kLanesPerCopy == 0;
+  const DecodeCta cta = locate_decode_cta<kG>(p);
+  if (!cta.active) return;
+  const int G = cta.G, h0 = cta.h0, ctx = cta.ctx;
+  const bool direct = cta.eff == 1;  // the lone split writes the output
+  WarpDeal deal;
+  deal.range = decode_split_range(ctx, cta.eff, cta.split);
+  deal.tokens = S::kTokens;
+  deal.warps = kWarps;
+  const int begin = deal.range.begin, end = deal.range.end;
+  const int steps = deal.steps(warp);
+  auto token_of = [&](int step) { return deal.token(warp, step, grp); };
+
+  const int32_t* table = p.block_tables + static_cast<size_t>(cta.seq) * p.max_blocks_per_seq;
+  const size_t slot_stride = static_cast<size_t>(p.num_kv_heads) * S::kRowBytes;
+  const size_t lane_off = static_cast<size_t>(cta.kvh) * S::kRowBytes + c * S::kChunkBytes;
+  auto row_offset = [&](int tok) {
+    const int64_t blk = table[tok / p.block_size];
+    return (static_cast<size_t>(blk) * p.block_size + tok % p.block_size) * slot_stride + lane_off;
+  };
+  uint8_t* ring = smem + warp * kStages * S::kStepBytes + lane * S::kChunkBytes;
+  auto k_slot = [&](int step) { return ring + (step % kStages) * S::kStepBytes; };
+  constexpr int kVOffset = 32 * S::kChunkBytes;
+  const int fresh = ctx - 1;
+  // Copies step `step`'s chunks into their slots (zeros past the range);
+  // before the wait, not the newest row. Always one commit group a call, so
+  // the group count stays the step count.
+  auto issue = [&](int step, bool before_wait) {
+    const int tok = token_of(step);
+    if (step < steps && copies && !(before_wait && tok == fresh)) {
+      const bool valid = tok < end;
+      const size_t off = valid ? row_offset(tok) : 0;
+      cp_async_16(k_slot(step), p.k_cache + off, valid ? 16 : 0);
+      cp_async_16(k_slot(step) + kVOffset, p.v_cache + off, valid ? 16 : 0);
+    }
+    cp_async_commit();
+  };
+
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) issue(j, true);
+  cuda_pdl::wait_for_producer();
+  if (copies && fresh >= begin && fresh < end) {  // the newest row, if this lane took it early
+    int owner_warp = 0, step = 0, owner_group = 0;
+    deal.owner(fresh, owner_warp, step, owner_group);
+    if (owner_warp == warp && owner_group == grp && step < kStages - 1) {
+      const size_t off = row_offset(fresh);
+      *reinterpret_cast<uint4*>(k_slot(step)) = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + off));
+      *reinterpret_cast<uint4*>(k_slot(step) + kVOffset) = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + off));
+    }
+  }
+
+  float q[kG][8];
+  {
+    const ActT* qp = static_cast<const ActT*>(p.q) + (static_cast<size_t>(cta.q_tok) * p.num_heads + h0) * HD + c * 8;
+#pragma unroll
+    for (int g = 0; g < kG; ++g) {
+      if (g < G && has_chunk) {  // element loads: q's rows need not be 16-byte aligned
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q[g][e] = to_float<ActT>(qp[g * HD + e]) * p.qk_scale;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) q[g][e] = 0.0f;
+      }
+    }
+  }
+  float acc[kG][8], m[kG], l[kG];
+#pragma unroll
+  for (int g = 0; g < kG; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  }
+
+  for (int j = 0; j < steps; ++j) {
+    cp_async_wait<kStages - 2>();  // step j's group is complete
+    // fp8: a neighbour's copy landed in this lane's slot (and this lane's
+    // reads of step j - 1, whose slot is refilled below, are done).
+    if constexpr (S::kLanesPerCopy > 1) __syncwarp();
+    float kf[8], vf[8];
+    kv8_to_float<KvT>(k_slot(j), kf);
+    kv8_to_float<KvT>(k_slot(j) + kVOffset, vf);
+    issue(j + kStages - 1, false);  // into the slot step j - 1 used
+    float s[kG];
+#pragma unroll
+    for (int g = 0; g < kG; ++g) {
+      s[g] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s[g] = fmaf(q[g][e], kf[e], s[g]);
+    }
+#pragma unroll
+    for (int o = S::kLanes / 2; o > 0; o >>= 1) {
+#pragma unroll
+      for (int g = 0; g < kG; ++g) s[g] += __shfl_xor_sync(0xffffffffu, s[g], o);
+    }
+    if (token_of(j) < end) {
+#pragma unroll
+      for (int g = 0; g < kG; ++g) {
+        if (g < G) {
+          const float m_new = fmaxf(m[g], s[g]);
+          const float scale = exp2f(m[g] - m_new);  // 0 for the first token
+          const float pr = exp2f(s[g] - m_new);
+          l[g] = fmaf(l[g], scale, pr);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(acc[g][e], scale, pr * vf[e]);
+          m[g] = m_new;
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // The warp's token groups into lanes 0 .. kLanes - 1.
+#pragma unroll
+  for (int o = S::kLanes; o < 32; o <<= 1) {
+#pragma unroll
+    for (int g = 0; g < kG; ++g) {
+      const float m_o = __shfl_xor_sync(0xffffffffu, m[g], o);
+      const float l_o = __shfl_xor_sync(0xffffffffu, l[g], o);
+      const float m_new = fmaxf(m[g], m_o);
+      const float a = m_new == -INFINITY ? 0.0f : exp2f(m[g] - m_new);
+      const float b = m_new == -INFINITY ? 0.0f : exp2f(m_o - m_new);
+      l[g] = l[g] * a + l_o * b;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * a + __shfl_xor_sync(0xffffffffu, acc[g][e], o) * b;
+      m[g] = m_new;
+    }
+  }
+  __syncthreads();  // every warp is done with its ring, which red overlays
+  float* red = reinterpret_cast<float*>(smem);  // [warp][g][HD]
+  if (grp == 0) {
+#pragma unroll
+    for (int g = 0; g < kG; ++g) {
+      if (g < G && has_chunk) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) red[(warp * kG + g) * HD + c * 8 + e] = acc[g][e];
+      }
+      if (lane == 0) {
+        warp_m[warp][g] = m[g];
+        warp_l[warp][g] = l[g];
+      }
+    }
+  }
+  __syncthreads();
+
+  ActT* out = static_cast<ActT*>(p.out);
+  for (int i = tid; i < G * HD; i += kThreads) {
+    const int g = i / HD, d = i % HD;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, warp_m[w][g]);
+    float o = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float wt = mx == -INFINITY ? 0.0f : exp2f(warp_m[w][g] - mx);
+      o = fmaf(red[(w * kG + g) * HD + d], wt, o);
+      sum = fmaf(warp_l[w][g], wt, sum);
+    }
+    o = sum > 0.0f ? o / sum * p.v_scale : 0.0f;
+    const int h = h0 + g;
+    if (d == 0) {
+      m_s[g] = mx;
+      l_s[g] = sum;
+    }
+    if (direct) {
+      out[(static_cast<size_t>(cta.q_tok) * p.num_heads + h) * HD + d] = from_float<ActT>(o);
+    } else {  // the workspace stride stays p.splits: its layout is the host's plan
+      p.ws_out[((static_cast<size_t>(cta.seq) * p.num_heads + h) * p.splits + cta.split) * HD + d] = o;
+    }
+  }
+  if (direct) return;
+  __syncthreads();  // m_s and l_s; red is free for the merge's weights
+  publish_and_merge<HD, ActT, kThreads>(p, cta.seq, cta.q_tok, h0, G, cta.split, cta.eff, m_s, l_s, red, inv_s);
+}
+
+template <int HD, typename ActT, typename KvT, int kG>
+cudaError_t launch_grouped(const PagedAttentionArgs& a, int splits, int32_t* counters, cudaStream_t stream) {
+  constexpr int smem = StreamShape<HD, KvT, kG>::kSmemBytes;
+  auto kernel = decode_stream_kernel<HD, ActT, KvT, kG>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return e;
+  const DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
+  const dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
+  return cuda_pdl::launch_dependent(kernel, grid, dim3(kThreads), smem, stream, p);
+}
+
+}  // namespace
+
+cudaError_t launch_decode_stream(const PagedAttentionArgs& a, int splits, int32_t* counters, cudaStream_t stream) {
+  const bool small_group = a.num_heads / a.layout.num_kv_heads <= 4;
+  return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
+    constexpr int HD = decltype(hd)::value;
+    using ActT = decltype(act);
+    using KvT = decltype(kv);
+    return small_group ? launch_grouped<HD, ActT, KvT, 4>(a, splits, counters, stream)
+                       : launch_grouped<HD, ActT, KvT, kDecodeHeadsPerCta>(a, splits, counters, stream);
+  });
+}
+
+}  // namespace aph::attention::cuda

@@ -1,0 +1,75 @@
+// The device-side partition of a decode launch (core/attention/
+// decode_partition.hpp), checked on the CPU: the active splits tile the
+// context, and a CTA's warp deal takes every token of its split exactly once
+// and finds each token's owner back.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/attention/decode_partition.hpp"
+
+namespace aph::attention {
+namespace {
+
+TEST(DecodePartition, ActiveSplitsTileTheContext) {
+  for (int32_t splits : {1, 2, 7, 32, 64}) {
+    for (int32_t ctx : {1, 2, 63, 64, 65, 127, 576, 1000, 4097, 8192, 8193}) {
+      SCOPED_TRACE("splits " + std::to_string(splits) + " ctx " + std::to_string(ctx));
+      const int32_t active = decode_active_splits(ctx, splits);
+      ASSERT_GE(active, 1);
+      ASSERT_LE(active, splits);
+      // Never a split below the minimum unless the grid has too few.
+      if (active > 1) {
+        EXPECT_GE(ctx / active, kDecodeMinSplitTokens / 2);
+      }
+      int32_t next = 0;
+      for (int32_t s = 0; s < active; ++s) {
+        const TokenRange r = decode_split_range(ctx, active, s);
+        EXPECT_EQ(r.begin, next) << "split " << s;
+        EXPECT_LE(r.begin, r.end);
+        next = r.end;
+      }
+      EXPECT_EQ(next, ctx);
+    }
+  }
+}
+
+TEST(DecodePartition, WarpDealTakesEveryTokenOnce) {
+  for (int32_t tokens : {1, 2, 4}) {
+    for (int32_t warps : {1, 4, 8}) {
+      for (TokenRange range : {TokenRange{0, 1}, TokenRange{0, 256}, TokenRange{512, 768}, TokenRange{100, 117},
+                               TokenRange{5, 5}, TokenRange{8000, 8193}}) {
+        SCOPED_TRACE("tokens " + std::to_string(tokens) + " warps " + std::to_string(warps) + " range [" +
+                     std::to_string(range.begin) + ", " + std::to_string(range.end) + ")");
+        WarpDeal deal;
+        deal.range = range;
+        deal.tokens = tokens;
+        deal.warps = warps;
+        std::vector<int> seen(range.end - range.begin, 0);
+        for (int32_t w = 0; w < warps; ++w) {
+          const int32_t steps = deal.steps(w);
+          for (int32_t step = 0; step < steps; ++step) {
+            bool any = false;
+            for (int32_t g = 0; g < tokens; ++g) {
+              const int32_t tok = deal.token(w, step, g);
+              ASSERT_GE(tok, range.begin);
+              if (tok >= range.end) continue;  // the tail of a warp's last step
+              any = true;
+              ++seen[tok - range.begin];
+              int32_t ow = -1, os = -1, og = -1;
+              deal.owner(tok, ow, os, og);
+              EXPECT_EQ(ow, w);
+              EXPECT_EQ(os, step);
+              EXPECT_EQ(og, g);
+            }
+            EXPECT_TRUE(any) << "warp " << w << " step " << step << " has no token";
+          }
+        }
+        for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << "token " << range.begin + i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace aph::attention

@@ -17,11 +17,12 @@
 namespace aph::attention {
 
 // The splits a sequence of ctx tokens uses of the grid's `splits`: as many as
-// give each at least kDecodeMinSplitTokens (a split costs a partial's write
-// and the merge's read), at least one. Only ctx decides, so every CTA of the
+// give each at least min_tokens (a split costs a partial's write and the
+// merge's read), at least one. Only ctx decides, so every CTA of the
 // sequence agrees.
-APH_DECODE_HD int32_t decode_active_splits(int32_t ctx, int32_t splits) {
-  const int32_t want = (ctx + kDecodeMinSplitTokens - 1) / kDecodeMinSplitTokens;
+APH_DECODE_HD int32_t decode_active_splits(int32_t ctx, int32_t splits,
+                                           int32_t min_tokens = kDecodeMinSplitTokens) {
+  const int32_t want = (ctx + min_tokens - 1) / min_tokens;
   const int32_t at_least_one = want > 1 ? want : 1;
   return at_least_one < splits ? at_least_one : splits;
 }

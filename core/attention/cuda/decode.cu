@@ -569,17 +569,18 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
   return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, clusters, stream);
 }
 
-// APH_DECODE_STREAM=1: launches without clusters take decode_stream.cu's
-// kernel. Off by default until the H200 has measured it against this file's
-// (docs/PERFORMANCE.md, "What would close the gaps"): it was written in a
-// session that had no GPU, so only its build and the CPU test of its token
-// partition have run.
-bool streaming_enabled() {
-  static const bool on = [] {
+// APH_DECODE_STREAM: which launches take decode_stream.cu's kernel. 0 (the
+// default) none; 1 those without clusters; 2 all, a lone short sequence
+// merging its splits through the workspace instead of a cluster. Off by
+// default until the H200 has measured it against this file's
+// (docs/PERFORMANCE.md, "Stop 24"): it was written in a session that had no
+// GPU, so only its build and the CPU test of its token partition have run.
+int streaming_mode() {
+  static const int mode = [] {
     const char* v = std::getenv("APH_DECODE_STREAM");
-    return v != nullptr && v[0] == '1';
+    return v == nullptr ? 0 : std::clamp(std::atoi(v), 0, 2);
   }();
-  return on;
+  return mode;
 }
 
 }  // namespace
@@ -589,7 +590,8 @@ cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* coun
   if (a.n_seqs == 0) return cudaSuccess;
   if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
   const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
-  if (!clusters && streaming_enabled()) return launch_decode_stream(a, splits, counters, stream);
+  const int streaming = streaming_mode();
+  if (streaming == 2 || (streaming == 1 && !clusters)) return launch_decode_stream(a, splits, counters, stream);
   return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
     return launch_typed<decltype(hd)::value, decltype(act), decltype(kv)>(a, splits, counters, clusters, stream);
   });

@@ -20,6 +20,7 @@ namespace aph::attention::cuda {
 struct DecodeParams : AttentionCallParams {
   int32_t head_chunks;
   int32_t splits;
+  int32_t min_split_tokens;  // decode_active_splits' floor (kDecodeMinSplitTokens)
   int32_t cluster;  // CTAs of a cluster along x (1: no cluster); divides splits
   int32_t mail_group;  // query heads a cluster's mailbox holds per member (>= any CTA's G)
   bool push_merge;     // members push their partials into the leader's mailbox
@@ -36,6 +37,7 @@ inline DecodeParams make_decode_params(const PagedAttentionArgs& a, int splits, 
   static_cast<AttentionCallParams&>(p) = make_call_params(a, fp8);
   p.head_chunks = (p.group + kDecodeHeadsPerCta - 1) / kDecodeHeadsPerCta;
   p.splits = splits;
+  p.min_split_tokens = kDecodeMinSplitTokens;
   p.cluster = 1;
   if (splits > 1) {
     const size_t parts = static_cast<size_t>(a.n_seqs) * a.num_heads * splits;
@@ -50,8 +52,8 @@ inline DecodeParams make_decode_params(const PagedAttentionArgs& a, int splits, 
 // A decode CTA's place in the grid: its sequence, KV head and first query
 // head (h0; G of them, at most kG), its split, the sequence's query row and
 // context, and how many of the grid's splits that context uses
-// (decode_active_splits: only ctx decides, so every CTA of the sequence
-// agrees). `active` is false for a CTA with nothing to do: a sequence with
+// (decode_active_splits: only ctx and the launch decide, so every CTA of the
+// sequence agrees). `active` is false for a CTA with nothing to do: a sequence with
 // more than one query token (the prefill kernel's), or a split past eff.
 // Such a CTA leaves before any barrier and never touches the arrival
 // counter (the KV write zeroes it each call) or its workspace slot (the
@@ -73,7 +75,7 @@ __device__ __forceinline__ DecodeCta locate_decode_cta(const DecodeParams& p) {
   c.q_tok = p.query_start[c.seq];
   const bool decoding = p.query_start[c.seq + 1] - c.q_tok == 1;
   c.ctx = decoding ? p.context_lens[c.seq] : 0;
-  c.eff = decode_active_splits(c.ctx, p.splits);
+  c.eff = decode_active_splits(c.ctx, p.splits, p.min_split_tokens);
   c.active = decoding && c.split < c.eff;
   return c;
 }

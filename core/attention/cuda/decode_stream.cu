@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <type_traits>
 
 #include "core/attention/cuda/async_copy.cuh"
@@ -249,13 +250,26 @@ __global__ void __launch_bounds__(kThreads) decode_stream_kernel(DecodeParams p)
   publish_and_merge<HD, ActT, kThreads>(p, cta.seq, cta.q_tok, h0, G, cta.split, cta.eff, m_s, l_s, red, inv_s);
 }
 
+// APH_DECODE_STREAM_SPLIT_TOKENS: the fewest tokens a split of this kernel
+// takes (default kDecodeMinSplitTokens, as the tiled kernel's). More means
+// fewer, longer splits: fewer partials to merge, less parallelism.
+int min_split_tokens() {
+  static const int n = [] {
+    const char* v = std::getenv("APH_DECODE_STREAM_SPLIT_TOKENS");
+    const int t = v == nullptr ? 0 : std::atoi(v);
+    return t > 0 ? t : kDecodeMinSplitTokens;
+  }();
+  return n;
+}
+
 template <int HD, typename ActT, typename KvT, int kG>
 cudaError_t launch_grouped(const PagedAttentionArgs& a, int splits, int32_t* counters, cudaStream_t stream) {
   constexpr int smem = StreamShape<HD, KvT, kG>::kSmemBytes;
   auto kernel = decode_stream_kernel<HD, ActT, KvT, kG>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  const DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
+  DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
+  p.min_split_tokens = min_split_tokens();
   const dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
   return cuda_pdl::launch_dependent(kernel, grid, dim3(kThreads), smem, stream, p);
 }

@@ -2,34 +2,37 @@
 // decode_partition.hpp), checked on the CPU: the active splits tile the
 // context, and a CTA's warp deal takes every token of its split exactly once
 // and finds each token's owner back.
+#include "core/attention/decode_partition.hpp"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
-
-#include "core/attention/decode_partition.hpp"
 
 namespace aph::attention {
 namespace {
 
 TEST(DecodePartition, ActiveSplitsTileTheContext) {
-  for (int32_t splits : {1, 2, 7, 32, 64}) {
-    for (int32_t ctx : {1, 2, 63, 64, 65, 127, 576, 1000, 4097, 8192, 8193}) {
-      SCOPED_TRACE("splits " + std::to_string(splits) + " ctx " + std::to_string(ctx));
-      const int32_t active = decode_active_splits(ctx, splits);
-      ASSERT_GE(active, 1);
-      ASSERT_LE(active, splits);
-      // Never a split below the minimum unless the grid has too few.
-      if (active > 1) {
-        EXPECT_GE(ctx / active, kDecodeMinSplitTokens / 2);
+  for (int32_t min_tokens : {kDecodeMinSplitTokens, 16, 256}) {
+    for (int32_t splits : {1, 2, 7, 32, 64}) {
+      for (int32_t ctx : {1, 2, 63, 64, 65, 127, 576, 1000, 4097, 8192, 8193}) {
+        SCOPED_TRACE("min " + std::to_string(min_tokens) + " splits " + std::to_string(splits) +
+                     " ctx " + std::to_string(ctx));
+        const int32_t active = decode_active_splits(ctx, splits, min_tokens);
+        ASSERT_GE(active, 1);
+        ASSERT_LE(active, splits);
+        // As many splits as the minimum allows, up to the grid's.
+        EXPECT_EQ(active, std::min(splits, std::max(1, (ctx + min_tokens - 1) / min_tokens)));
+        int32_t next = 0;
+        for (int32_t s = 0; s < active; ++s) {
+          const TokenRange r = decode_split_range(ctx, active, s);
+          EXPECT_EQ(r.begin, next) << "split " << s;
+          EXPECT_LE(r.begin, r.end);
+          next = r.end;
+        }
+        EXPECT_EQ(next, ctx);
       }
-      int32_t next = 0;
-      for (int32_t s = 0; s < active; ++s) {
-        const TokenRange r = decode_split_range(ctx, active, s);
-        EXPECT_EQ(r.begin, next) << "split " << s;
-        EXPECT_LE(r.begin, r.end);
-        next = r.end;
-      }
-      EXPECT_EQ(next, ctx);
     }
   }
 }
@@ -37,10 +40,11 @@ TEST(DecodePartition, ActiveSplitsTileTheContext) {
 TEST(DecodePartition, WarpDealTakesEveryTokenOnce) {
   for (int32_t tokens : {1, 2, 4}) {
     for (int32_t warps : {1, 4, 8}) {
-      for (TokenRange range : {TokenRange{0, 1}, TokenRange{0, 256}, TokenRange{512, 768}, TokenRange{100, 117},
-                               TokenRange{5, 5}, TokenRange{8000, 8193}}) {
-        SCOPED_TRACE("tokens " + std::to_string(tokens) + " warps " + std::to_string(warps) + " range [" +
-                     std::to_string(range.begin) + ", " + std::to_string(range.end) + ")");
+      for (TokenRange range : {TokenRange{0, 1}, TokenRange{0, 256}, TokenRange{512, 768},
+                               TokenRange{100, 117}, TokenRange{5, 5}, TokenRange{8000, 8193}}) {
+        SCOPED_TRACE("tokens " + std::to_string(tokens) + " warps " + std::to_string(warps) +
+                     " range [" + std::to_string(range.begin) + ", " + std::to_string(range.end) +
+                     ")");
         WarpDeal deal;
         deal.range = range;
         deal.tokens = tokens;
@@ -65,7 +69,8 @@ TEST(DecodePartition, WarpDealTakesEveryTokenOnce) {
             EXPECT_TRUE(any) << "warp " << w << " step " << step << " has no token";
           }
         }
-        for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << "token " << range.begin + i;
+        for (size_t i = 0; i < seen.size(); ++i)
+          EXPECT_EQ(seen[i], 1) << "token " << range.begin + i;
       }
     }
   }

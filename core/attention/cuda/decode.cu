@@ -58,17 +58,21 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "core/attention/cuda/async_copy.cuh"
 #include "core/attention/cuda/attention_kernels.h"
 #include "core/attention/cuda/decode_common.cuh"
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/decode_partition.hpp"
 #include "core/attention/split_plan.hpp"
+#include "core/common/cuda_async_copy.cuh"
 #include "core/common/cuda_cluster.hpp"
 #include "core/common/cuda_pdl.cuh"
 
 namespace aph::attention::cuda {
 namespace {
+
+using cuda_async::cp_async_16;
+using cuda_async::cp_async_commit;
+using cuda_async::cp_async_wait;
 
 namespace ptx = ::cuda::ptx;  // libcu++'s PTX wrappers (st.async, mbarrier)
 

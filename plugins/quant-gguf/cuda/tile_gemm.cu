@@ -3,14 +3,28 @@
 // tile (decode.cuh, the same arithmetic as dequant_rows_kernel) and copies its
 // x tile into shared memory, then each warp runs 16x16x16 wmma products into
 // four fp32 accumulators. No software pipelining: a CTA uses 34 KB of shared
-// memory, so six share an SM and hide each other's loads.
+// memory and (Q4_K into BF16, ptxas) 168 registers a thread, so three share
+// an SM and hide each other's loads.
+//
+// How a step's loads wait (kOverlap, APH_GGUF_TILE_OVERLAP=1; off until
+// measured on the H200, stop 24 had no GPU): in the SASS of the plain form
+// (cuobjdump, sm_90, Q4_K into BF16: 787 instructions a step) a thread's
+// second chunk's loads issue only after its first chunk is decoded, behind
+// the guard's branch, and the x tile's loads only after both, so a step waits
+// for three global round trips in a row. The overlapped form issues the x
+// tile as cp.async copies first, decodes both chunks branch-free (an
+// out-of-range row or chunk decodes a clamped one and is zeroed), so the
+// compiler can issue every weight load before any decoding, and waits for
+// the copies just before the barrier: one round trip a step.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "core/common/cuda_async_copy.cuh"
 #include "plugins/quant-gguf/cuda/decode.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/tile_gemm.hpp"
@@ -29,7 +43,7 @@ constexpr int kLd = kBK + 8;   // shared row stride in elements: 272 bytes, rows
 constexpr int kLdC = kBM + 4;  // fp32 result stride
 constexpr int kMaxSplits = 16;
 
-template <int TYPE, typename T>
+template <int TYPE, typename T, bool kOverlap>
 __global__ void __launch_bounds__(kThreads)
     tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
                      const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
@@ -56,32 +70,70 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int64_t s = s_begin; s < s_end; ++s) {
     const int64_t k0 = s * kBK;
-    // W: 64 rows x 4 chunks, two chunks a thread, four threads a row.
+    if constexpr (kOverlap) {
+      // x first, as copies that land while W decodes; zeros past m and k.
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int q = tid + u * kThreads;
-      const int r = q / 4, cc = q % 4;
-      const int64_t row = n0 + r, c = k0 / 32 + cc;
-      uint32_t packed[16] = {};
-      if (row < n && c < chunks) {
-        Chunk ch;
-        decode_chunk<TYPE>(w + row * rb, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), ch);
-        pack_chunk_for_gemm<TYPE, T>(ch, packed);
+      for (int u = 0; u < kBM * (kBK / 8) / kThreads; ++u) {
+        const int q = tid + u * kThreads;
+        const int r = q / (kBK / 8), v = q % (kBK / 8);
+        const int64_t row = m0 + r, col = k0 + v * 8;
+        const bool inside = row < m && col < k;
+        cuda_async::cp_async_16(x_s + r * kLd + v * 8, inside ? x + row * k + col : x, inside ? 16 : 0);
       }
-      auto* dst = reinterpret_cast<uint4*>(w_s + r * kLd + cc * 32);
+      cuda_async::cp_async_commit();
+      // W: 64 rows x 4 chunks, two chunks a thread, four threads a row.
+      // Both chunks decode before either is packed, with no branch between
+      // their loads.
+      Chunk ch[2];
+      bool inside[2];
 #pragma unroll
-      for (int v = 0; v < 4; ++v)
-        dst[v] = make_uint4(packed[4 * v], packed[4 * v + 1], packed[4 * v + 2], packed[4 * v + 3]);
-    }
-    // x: 64 rows x 16 vectors of 8; rows past m and k past its end are zero.
+      for (int u = 0; u < 2; ++u) {
+        const int q = tid + u * kThreads;
+        const int64_t row = n0 + q / 4, c = k0 / 32 + q % 4;
+        inside[u] = row < n && c < chunks;
+        const int64_t rc = min(row, n - 1), cc = min(c, chunks - 1);
+        decode_chunk<TYPE>(w + rc * rb, nb, cc / kChunksPerBlock, static_cast<int>(cc % kChunksPerBlock), ch[u]);
+      }
 #pragma unroll
-    for (int u = 0; u < kBM * (kBK / 8) / kThreads; ++u) {
-      const int q = tid + u * kThreads;
-      const int r = q / (kBK / 8), v = q % (kBK / 8);
-      const int64_t row = m0 + r, col = k0 + v * 8;
-      uint4 val = make_uint4(0, 0, 0, 0);
-      if (row < m && col < k) val = *reinterpret_cast<const uint4*>(x + row * k + col);
-      *reinterpret_cast<uint4*>(x_s + r * kLd + v * 8) = val;
+      for (int u = 0; u < 2; ++u) {
+        const int q = tid + u * kThreads;
+        uint32_t packed[16];
+        pack_chunk_for_gemm<TYPE, T>(ch[u], packed);
+        auto* dst = reinterpret_cast<uint4*>(w_s + (q / 4) * kLd + (q % 4) * 32);
+#pragma unroll
+        for (int v = 0; v < 4; ++v)
+          dst[v] = inside[u] ? make_uint4(packed[4 * v], packed[4 * v + 1], packed[4 * v + 2], packed[4 * v + 3])
+                             : make_uint4(0, 0, 0, 0);
+      }
+      cuda_async::cp_async_wait<0>();
+    } else {
+      // W: 64 rows x 4 chunks, two chunks a thread, four threads a row.
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int q = tid + u * kThreads;
+        const int r = q / 4, cc = q % 4;
+        const int64_t row = n0 + r, c = k0 / 32 + cc;
+        uint32_t packed[16] = {};
+        if (row < n && c < chunks) {
+          Chunk ch;
+          decode_chunk<TYPE>(w + row * rb, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), ch);
+          pack_chunk_for_gemm<TYPE, T>(ch, packed);
+        }
+        auto* dst = reinterpret_cast<uint4*>(w_s + r * kLd + cc * 32);
+#pragma unroll
+        for (int v = 0; v < 4; ++v)
+          dst[v] = make_uint4(packed[4 * v], packed[4 * v + 1], packed[4 * v + 2], packed[4 * v + 3]);
+      }
+      // x: 64 rows x 16 vectors of 8; rows past m and k past its end are zero.
+#pragma unroll
+      for (int u = 0; u < kBM * (kBK / 8) / kThreads; ++u) {
+        const int q = tid + u * kThreads;
+        const int r = q / (kBK / 8), v = q % (kBK / 8);
+        const int64_t row = m0 + r, col = k0 + v * 8;
+        uint4 val = make_uint4(0, 0, 0, 0);
+        if (row < m && col < k) val = *reinterpret_cast<const uint4*>(x + row * k + col);
+        *reinterpret_cast<uint4*>(x_s + r * kLd + v * 8) = val;
+      }
     }
     __syncthreads();
 #pragma unroll
@@ -128,6 +180,15 @@ __global__ void sum_splits_kernel(const float* __restrict__ partial, int splits,
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// APH_GGUF_TILE_OVERLAP=1: the kernel's overlapped loads (see the top).
+bool overlap_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_GGUF_TILE_OVERLAP");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
+}
+
 template <typename T>
 cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
                          const float* bias, T* y, float* workspace, int sm_count, cudaStream_t s) {
@@ -139,7 +200,10 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
   cudaError_t rc = cudaErrorInvalidValue;
   dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
-    tile_gemm_kernel<kType, T><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+    if (overlap_enabled())
+      tile_gemm_kernel<kType, T, true><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+    else
+      tile_gemm_kernel<kType, T, false><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
     rc = cudaGetLastError();
   });
   if (rc != cudaSuccess || splits == 1) return rc;

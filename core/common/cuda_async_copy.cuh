@@ -1,10 +1,12 @@
 // cp.async (sm_80+): 16-byte global->shared copies that bypass registers, so a
-// CTA can fetch its next KV tile while it computes on the current one.
+// CTA can fetch its next tile while it computes on the current one (the
+// decode attention's KV tiles, the tile GEMM's x). Header-only: core kernels
+// and plugins include it.
 #pragma once
 
 #include <cstdint>
 
-namespace aph::attention::cuda {
+namespace aph::cuda_async {
 
 // src_bytes 0 zero-fills the destination (tokens past the end of a range).
 __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* gmem_src, int src_bytes) {
@@ -20,4 +22,4 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-}  // namespace aph::attention::cuda
+}  // namespace aph::cuda_async

@@ -1,6 +1,6 @@
 // How a decode launch cuts a sequence's context among its split CTAs on the
-// device, and how decode_stream.cu's CTA deals its split's tokens to its
-// warps. Host and device code: the CPU unit test checks that every token is
+// device, how decode_stream.cu's CTA deals its split's tokens to its warps,
+// and how it finds a token's block. Host and device code: the CPU unit test checks that every token is
 // covered exactly once and that the owner of a token is found back.
 #pragma once
 
@@ -66,5 +66,29 @@ struct WarpDeal {
     step = rel / tokens / warps;
   }
 };
+
+// A token's place in a sequence's block table: entry `index`, row `offset`
+// of that block. A kernel that walks tokens at a fixed stride advances it
+// instead of dividing every token by the block size.
+struct BlockCursor {
+  int32_t index = 0, offset = 0;
+
+  // On by `blocks` whole blocks and `rest` (< block_size) rows.
+  APH_DECODE_HD void advance(int32_t blocks, int32_t rest, int32_t block_size) {
+    index += blocks;
+    offset += rest;
+    if (offset >= block_size) {
+      offset -= block_size;
+      ++index;
+    }
+  }
+};
+
+APH_DECODE_HD BlockCursor block_cursor(int32_t tok, int32_t block_size) {
+  BlockCursor c;
+  c.index = tok / block_size;
+  c.offset = tok % block_size;
+  return c;
+}
 
 }  // namespace aph::attention

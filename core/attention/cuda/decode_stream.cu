@@ -5,14 +5,14 @@
 // shared-memory loads, not the bytes, set its time: at 8k context a Llama-3-8B
 // layer's attention took 27.5 us for 33.5 MB of KV (1.2 TB/s, stop 20's
 // trace). Here a warp takes every kWarps-th group of kTokens consecutive
-// tokens of its CTA's split; lane (token of the group, chunk) owns 8
-// dimensions of one token's K and V row. The lane copies its own chunks into
-// its own slots of a per-warp ring of kStages steps with cp.async, so
-// kStages - 1 steps stay in flight while it computes, and since no lane
-// reads another's slot (with fp8, its pair's: a warp barrier) the loop has
-// no CTA barrier: a step is a partial q.k over 8 dims, a shuffle sum over
-// the token's lanes, and an online softmax update of the lane's 8 output
-// dims per query head. The warps'
+// tokens of its CTA's split; lane (lane group, chunk) owns 8 dimensions of
+// kPerLane tokens' K and V rows. The lane copies its own chunks into its own
+// slots of a per-warp ring of kStages steps with cp.async, so kStages - 1
+// steps stay in flight while it computes, and since no lane reads another's
+// slot (with fp8, its pair's: a warp barrier) the loop has no CTA barrier: a
+// step is a partial q.k over 8 dims per token, a shuffle sum over the
+// token's lanes, and one online softmax update of the lane's 8 output dims
+// per query head for its kPerLane tokens. The warps'
 // (max, sum, output) meet once, in shared memory, at the end; with several
 // splits the last one to arrive merges the workspace as the tiled kernel
 // does (decode_common.cuh).
@@ -45,13 +45,18 @@ using cuda_async::cp_async_wait;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kStages = 8;  // a warp's ring: steps of KV in flight, plus the one in use
+constexpr int kStages = 4;  // a warp's ring: steps of KV in flight, plus the one in use
 
 template <int HD, typename KvT, int kG>
 struct StreamShape {
   static constexpr int kChunks = HD / 8;  // lanes holding a token's row, 8 dims each
   static constexpr int kLanes = kChunks <= 8 ? 8 : kChunks <= 16 ? 16 : 32;  // lanes a token
-  static constexpr int kTokens = 32 / kLanes;                                // tokens a warp step
+  static constexpr int kGroups = 32 / kLanes;                                // lane groups a warp
+  // Tokens a lane group takes a step: one softmax rescale of the lane's
+  // accumulators for both (the rescale and its exp2 were a third of a step's
+  // instructions with one; sm_90 SASS).
+  static constexpr int kPerLane = 2;
+  static constexpr int kTokens = kGroups * kPerLane;  // tokens a warp step
   static constexpr int kChunkBytes = 8 * KvTraits<KvT>::kBytes;
   // Every copy is 16 bytes, cp.async.cg or ld.global.cg: L2 only, so no copy
   // made before the producer wait can leave a stale L1 line for one after
@@ -59,17 +64,29 @@ struct StreamShape {
   // chunk too.
   static constexpr int kLanesPerCopy = 16 / kChunkBytes;
   static constexpr int kRowBytes = HD * KvTraits<KvT>::kBytes;
-  static constexpr int kStepBytes = 2 * 32 * kChunkBytes;  // K then V, one slot a lane
+  static constexpr int kTokenBytes = 2 * 32 * kChunkBytes;  // a token of each group: K then V, a slot a lane
+  static constexpr int kStepBytes = kPerLane * kTokenBytes;
   static constexpr int kRingBytes = kWarps * kStages * kStepBytes;
   static constexpr int kRedBytes = kWarps * kG * HD * 4;  // the warps' outputs at the end
   static constexpr int kMergeBytes = kDecodeHeadsPerCta * kDecodeMaxSplits * 4;  // publish_and_merge's weights
   static constexpr int kSmemBytes = std::max({kRingBytes, kRedBytes, kMergeBytes});
 };
 
+// 2^x for the softmax weights (x <= 0), results under 2^-126 flushed to
+// zero: exp2f's care for denormal results costs a compare and two
+// multiplies around every MUFU.EX2.
+__device__ __forceinline__ float exp2_weight(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // kG: query heads a CTA holds in registers (4 for groups of up to 4, else
 // kDecodeHeadsPerCta); the grid's head chunks are always kDecodeHeadsPerCta.
+// With 4, two CTAs an SM (at most 128 registers: ptxas gave some head sizes
+// 134-146 unbounded); with 8 (about 220 registers) one.
 template <int HD, typename ActT, typename KvT, int kG>
-__global__ void __launch_bounds__(kThreads) decode_stream_kernel(DecodeParams p) {
+__global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kernel(DecodeParams p) {
   cuda_pdl::allow_dependents();  // the output projection can launch
   using S = StreamShape<HD, KvT, kG>;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -90,29 +107,44 @@ __global__ void __launch_bounds__(kThreads) decode_stream_kernel(DecodeParams p)
   deal.warps = kWarps;
   const int begin = deal.range.begin, end = deal.range.end;
   const int steps = deal.steps(warp);
-  auto token_of = [&](int step) { return deal.token(warp, step, grp); };
+  // Token t (< kPerLane) of this lane's group in a step: the deal's lane
+  // group t * kGroups + grp.
+  auto token_of = [&](int step, int t) { return deal.token(warp, step, t * S::kGroups + grp); };
 
   const int32_t* table = p.block_tables + static_cast<size_t>(cta.seq) * p.max_blocks_per_seq;
   const size_t slot_stride = static_cast<size_t>(p.num_kv_heads) * S::kRowBytes;
   const size_t lane_off = static_cast<size_t>(cta.kvh) * S::kRowBytes + c * S::kChunkBytes;
-  auto row_offset = [&](int tok) {
-    const int64_t blk = table[tok / p.block_size];
-    return (static_cast<size_t>(blk) * p.block_size + tok % p.block_size) * slot_stride + lane_off;
+  auto row_offset = [&](int32_t block_index, int32_t in_block) {
+    const int64_t blk = table[block_index];
+    return (static_cast<size_t>(blk) * p.block_size + in_block) * slot_stride + lane_off;
   };
   uint8_t* ring = smem + warp * kStages * S::kStepBytes + lane * S::kChunkBytes;
-  auto k_slot = [&](int step) { return ring + (step % kStages) * S::kStepBytes; };
+  auto k_slot = [&](int step, int t) { return ring + (step % kStages) * S::kStepBytes + t * S::kTokenBytes; };
   constexpr int kVOffset = 32 * S::kChunkBytes;
   const int fresh = ctx - 1;
+  // Where the next step to issue finds each of this lane's tokens in the
+  // block table, advanced by a step's stride: the steps are issued in order,
+  // and a division by the block size for every token was a sixth of a
+  // step's instructions (sm_90 SASS).
+  constexpr int kStride = kWarps * S::kTokens;
+  const int stride_blocks = kStride / p.block_size, stride_rest = kStride % p.block_size;
+  BlockCursor cursor[S::kPerLane];
+#pragma unroll
+  for (int t = 0; t < S::kPerLane; ++t) cursor[t] = block_cursor(token_of(0, t), p.block_size);
   // Copies step `step`'s chunks into their slots (zeros past the range);
   // before the wait, not the newest row. Always one commit group a call, so
   // the group count stays the step count.
   auto issue = [&](int step, bool before_wait) {
-    const int tok = token_of(step);
-    if (step < steps && copies && !(before_wait && tok == fresh)) {
-      const bool valid = tok < end;
-      const size_t off = valid ? row_offset(tok) : 0;
-      cp_async_16(k_slot(step), p.k_cache + off, valid ? 16 : 0);
-      cp_async_16(k_slot(step) + kVOffset, p.v_cache + off, valid ? 16 : 0);
+#pragma unroll
+    for (int t = 0; t < S::kPerLane; ++t) {
+      const int tok = token_of(step, t);
+      if (step < steps && copies && !(before_wait && tok == fresh)) {
+        const bool valid = tok < end;
+        const size_t off = valid ? row_offset(cursor[t].index, cursor[t].offset) : 0;
+        cp_async_16(k_slot(step, t), p.k_cache + off, valid ? 16 : 0);
+        cp_async_16(k_slot(step, t) + kVOffset, p.v_cache + off, valid ? 16 : 0);
+      }
+      cursor[t].advance(stride_blocks, stride_rest, p.block_size);
     }
     cp_async_commit();
   };
@@ -123,10 +155,12 @@ __global__ void __launch_bounds__(kThreads) decode_stream_kernel(DecodeParams p)
   if (copies && fresh >= begin && fresh < end) {  // the newest row, if this lane took it early
     int owner_warp = 0, step = 0, owner_group = 0;
     deal.owner(fresh, owner_warp, step, owner_group);
-    if (owner_warp == warp && owner_group == grp && step < kStages - 1) {
-      const size_t off = row_offset(fresh);
-      *reinterpret_cast<uint4*>(k_slot(step)) = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + off));
-      *reinterpret_cast<uint4*>(k_slot(step) + kVOffset) = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + off));
+    if (owner_warp == warp && owner_group % S::kGroups == grp && step < kStages - 1) {
+      const BlockCursor at = block_cursor(fresh, p.block_size);
+      const size_t off = row_offset(at.index, at.offset);
+      uint8_t* dst = k_slot(step, owner_group / S::kGroups);
+      *reinterpret_cast<uint4*>(dst) = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + off));
+      *reinterpret_cast<uint4*>(dst + kVOffset) = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + off));
     }
   }
 
@@ -158,32 +192,65 @@ __global__ void __launch_bounds__(kThreads) decode_stream_kernel(DecodeParams p)
     // fp8: a neighbour's copy landed in this lane's slot (and this lane's
     // reads of step j - 1, whose slot is refilled below, are done).
     if constexpr (S::kLanesPerCopy > 1) __syncwarp();
-    float kf[8], vf[8];
-    kv8_to_float<KvT>(k_slot(j), kf);
-    kv8_to_float<KvT>(k_slot(j) + kVOffset, vf);
+    float kf[S::kPerLane][8], vf[S::kPerLane][8];
+#pragma unroll
+    for (int t = 0; t < S::kPerLane; ++t) {
+      kv8_to_float<KvT>(k_slot(j, t), kf[t]);
+      kv8_to_float<KvT>(k_slot(j, t) + kVOffset, vf[t]);
+      if (S::kChunks < S::kLanes && !has_chunk) {
+        // An idle lane's slots were never written: whatever bits they hold
+        // (a NaN, say) must not reach the token's shuffle sum.
+#pragma unroll
+        for (int e = 0; e < 8; ++e) kf[t][e] = vf[t][e] = 0.0f;
+      }
+    }
     issue(j + kStages - 1, false);  // into the slot step j - 1 used
-    float s[kG];
+    float sc[S::kPerLane][kG];
 #pragma unroll
-    for (int g = 0; g < kG; ++g) {
-      s[g] = 0.0f;
+    for (int t = 0; t < S::kPerLane; ++t) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) s[g] = fmaf(q[g][e], kf[e], s[g]);
+      for (int g = 0; g < kG; ++g) {
+        sc[t][g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sc[t][g] = fmaf(q[g][e], kf[t][e], sc[t][g]);
+      }
     }
 #pragma unroll
     for (int o = S::kLanes / 2; o > 0; o >>= 1) {
 #pragma unroll
-      for (int g = 0; g < kG; ++g) s[g] += __shfl_xor_sync(0xffffffffu, s[g], o);
+      for (int t = 0; t < S::kPerLane; ++t) {
+#pragma unroll
+        for (int g = 0; g < kG; ++g) sc[t][g] += __shfl_xor_sync(0xffffffffu, sc[t][g], o);
+      }
     }
-    if (token_of(j) < end) {
+    // A later token of the group is past the range whenever an earlier one
+    // is; the copies zeroed those tokens' V.
+    bool valid[S::kPerLane];
+#pragma unroll
+    for (int t = 0; t < S::kPerLane; ++t) valid[t] = token_of(j, t) < end;
+    if (valid[0]) {
 #pragma unroll
       for (int g = 0; g < kG; ++g) {
         if (g < G) {
-          const float m_new = fmaxf(m[g], s[g]);
-          const float scale = exp2f(m[g] - m_new);  // 0 for the first token
-          const float pr = exp2f(s[g] - m_new);
-          l[g] = fmaf(l[g], scale, pr);
+          float m_new = m[g];
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(acc[g][e], scale, pr * vf[e]);
+          for (int t = 0; t < S::kPerLane; ++t) m_new = valid[t] ? fmaxf(m_new, sc[t][g]) : m_new;
+          const float scale = exp2_weight(m[g] - m_new);  // 0 for the first token
+          float pr[S::kPerLane];
+          float sum = 0.0f;
+#pragma unroll
+          for (int t = 0; t < S::kPerLane; ++t) {
+            pr[t] = valid[t] ? exp2_weight(sc[t][g] - m_new) : 0.0f;
+            sum += pr[t];
+          }
+          l[g] = fmaf(l[g], scale, sum);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            float a = acc[g][e] * scale;
+#pragma unroll
+            for (int t = 0; t < S::kPerLane; ++t) a = fmaf(pr[t], vf[t][e], a);
+            acc[g][e] = a;
+          }
           m[g] = m_new;
         }
       }

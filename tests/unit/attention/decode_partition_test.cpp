@@ -38,7 +38,7 @@ TEST(DecodePartition, ActiveSplitsTileTheContext) {
 }
 
 TEST(DecodePartition, WarpDealTakesEveryTokenOnce) {
-  for (int32_t tokens : {1, 2, 4}) {
+  for (int32_t tokens : {1, 2, 4, 8}) {
     for (int32_t warps : {1, 4, 8}) {
       for (TokenRange range : {TokenRange{0, 1}, TokenRange{0, 256}, TokenRange{512, 768},
                                TokenRange{100, 117}, TokenRange{5, 5}, TokenRange{8000, 8193}}) {
@@ -71,6 +71,23 @@ TEST(DecodePartition, WarpDealTakesEveryTokenOnce) {
         }
         for (size_t i = 0; i < seen.size(); ++i)
           EXPECT_EQ(seen[i], 1) << "token " << range.begin + i;
+      }
+    }
+  }
+}
+
+TEST(DecodePartition, BlockCursorFollowsTheTokens) {
+  for (int32_t block_size : {1, 8, 16, 24, 32}) {
+    for (int32_t stride : {1, 16, 32, 64, 100}) {
+      for (int32_t start : {0, 5, 31}) {
+        SCOPED_TRACE("block " + std::to_string(block_size) + " stride " + std::to_string(stride) + " start " +
+                     std::to_string(start));
+        BlockCursor c = block_cursor(start, block_size);
+        for (int32_t tok = start; tok < 2000; tok += stride) {
+          ASSERT_EQ(c.index, tok / block_size) << "token " << tok;
+          ASSERT_EQ(c.offset, tok % block_size) << "token " << tok;
+          c.advance(stride / block_size, stride % block_size, block_size);
+        }
       }
     }
   }

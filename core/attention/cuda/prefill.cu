@@ -13,9 +13,12 @@
 #include "core/attention/cuda/attention_kernels.h"
 #include "core/attention/cuda/call_params.cuh"
 #include "core/attention/cuda/kv_types.cuh"
+#include "core/common/cuda_mma.cuh"
 
 namespace aph::attention::cuda {
 namespace {
+
+using cuda_mma::mma16816;
 
 constexpr int kThreads = 128;
 constexpr int kRows = 64;
@@ -28,23 +31,6 @@ struct PrefillShape {
   static constexpr int kStride = HD + 8;
   static constexpr int kSmemBytes = (kRows + 2 * kCols) * kStride * 2;
 };
-
-template <typename ActT>
-__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<ActT, __half>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
 
 __device__ __forceinline__ uint32_t ld32(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 

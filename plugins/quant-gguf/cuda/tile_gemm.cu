@@ -3,11 +3,11 @@
 // tile (decode.cuh, the same arithmetic as dequant_rows_kernel) and copies its
 // x tile into shared memory, then each warp runs 16x16x16 wmma products into
 // four fp32 accumulators. No software pipelining: a CTA uses 34 KB of shared
-// memory and (Q4_K into BF16, ptxas) 168 registers a thread, so three share
-// an SM and hide each other's loads.
+// memory and (into BF16, ptxas) 128 registers a thread for Q4_K, 168 for
+// Q6_K, so four or three share an SM and hide each other's loads.
 //
-// How a step's loads wait (kOverlap, APH_GGUF_TILE_OVERLAP=1; off until
-// measured on the H200, stop 24 had no GPU): in the SASS of the plain form
+// How a step's loads wait (kForm >= 1, APH_GGUF_TILE_OVERLAP=1 or 2; off
+// until measured on the H200, stop 24 had no GPU): in the SASS of the plain form
 // (cuobjdump, sm_90, Q4_K into BF16: 787 instructions a step) a thread's
 // second chunk's loads issue only after its first chunk is decoded, behind
 // the guard's branch, and the x tile's loads only after both, so a step waits
@@ -25,6 +25,7 @@
 #include <cstdlib>
 
 #include "core/common/cuda_async_copy.cuh"
+#include "core/common/cuda_mma.cuh"
 #include "plugins/quant-gguf/cuda/decode.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/tile_gemm.hpp"
@@ -43,8 +44,15 @@ constexpr int kLd = kBK + 8;   // shared row stride in elements: 272 bytes, rows
 constexpr int kLdC = kBM + 4;  // fp32 result stride
 constexpr int kMaxSplits = 16;
 
-template <int TYPE, typename T, bool kOverlap>
-__global__ void __launch_bounds__(kThreads)
+// kForm 0: the plain step; 1: overlapped loads (above); 2: overlapped loads
+// and the products by ldmatrix + mma.sync instead of wmma, whose fragment
+// loads compiled to 160 generic 32-bit LDs a step (4 a fragment) where
+// ldmatrix takes 40 (Q4_K's loop 662 instructions against 823), bounded to
+// 128 registers for four CTAs an SM (Q6_K then spills 24 bytes; 168
+// unbounded). Forms 0 and 1 keep ptxas's own choice: a minimum of one CTA
+// an SM let it take 254.
+template <int TYPE, typename T, int kForm>
+__global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
     tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
                      const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                      int steps_per_split) {
@@ -64,9 +72,14 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t s_begin = static_cast<int64_t>(split) * steps_per_split;
   const int64_t s_end = min(steps, s_begin + steps_per_split);
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kBM / 16];
+  constexpr bool kOverlap = kForm >= 1, kPtxMma = kForm == 2;
+  const int lane = tid % 32;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kPtxMma ? 1 : kBM / 16];
+  float c[kPtxMma ? kBM / 8 : 1][4] = {};  // kPtxMma: the warp's 16 W rows x 8 x rows, per 8 rows of x
+  if constexpr (!kPtxMma) {
 #pragma unroll
-  for (int j = 0; j < kBM / 16; ++j) wmma::fill_fragment(acc[j], 0.0f);
+    for (int j = 0; j < kBM / 16; ++j) wmma::fill_fragment(acc[j], 0.0f);
+  }
 
   for (int64_t s = s_begin; s < s_end; ++s) {
     const int64_t k0 = s * kBK;
@@ -136,25 +149,59 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     __syncthreads();
+    if constexpr (kPtxMma) {
 #pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
-      wmma::load_matrix_sync(a, w_s + warp * 16 * kLd + kk * 16, kLd);
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        // A: the warp's 16 W rows x 16 of k; lanes 0-15 address rows at
+        // column 0, lanes 16-31 at column 8.
+        uint32_t a[4];
+        cuda_mma::ldmatrix_x4(a, w_s + (warp * 16 + lane % 16) * kLd + kk * 16 + (lane / 16) * 8);
 #pragma unroll
-      for (int j = 0; j < kBM / 16; ++j) {
-        // x_s[m][k] read as the column-major k x m operand.
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b;
-        wmma::load_matrix_sync(b, x_s + j * 16 * kLd + kk * 16, kLd);
-        wmma::mma_sync(acc[j], a, b, acc[j]);
+        for (int jp = 0; jp < kBM / 16; ++jp) {
+          // B for two tiles of 8 x rows (x_s[m][k] is B column-major): tiles
+          // (rows 0-7, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 0-7),
+          // (rows 8-15, k 8-15) of this pair.
+          uint32_t b[4];
+          cuda_mma::ldmatrix_x4(b, x_s + (jp * 16 + (lane / 16) * 8 + lane % 8) * kLd + kk * 16 + (lane / 8) % 2 * 8);
+          cuda_mma::mma16816<T>(c[2 * jp], a, b[0], b[1]);
+          cuda_mma::mma16816<T>(c[2 * jp + 1], a, b[2], b[3]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+        wmma::load_matrix_sync(a, w_s + warp * 16 * kLd + kk * 16, kLd);
+#pragma unroll
+        for (int j = 0; j < kBM / 16; ++j) {
+          // x_s[m][k] read as the column-major k x m operand.
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> b;
+          wmma::load_matrix_sync(b, x_s + j * 16 * kLd + kk * 16, kLd);
+          wmma::mma_sync(acc[j], a, b, acc[j]);
+        }
       }
     }
     __syncthreads();
   }
-  // acc[j] is C[n: warp's 16][m: j's 16]; stored column-major it lands as
-  // c_s[m][n], so the writes below go along n, as y's rows do.
+  // The results as c_s[m][n], so that the writes below go along n, as y's
+  // rows do. wmma: acc[j] is C[n: warp's 16][m: j's 16], stored
+  // column-major. mma.sync: lane l holds rows (n) l / 4 and l / 4 + 8,
+  // columns (m) 2 (l % 4) and +1 of each 8-column tile.
+  if constexpr (kPtxMma) {
 #pragma unroll
-  for (int j = 0; j < kBM / 16; ++j)
-    wmma::store_matrix_sync(c_s + j * 16 * kLdC + warp * 16, acc[j], kLdC, wmma::mem_col_major);
+    for (int jt = 0; jt < kBM / 8; ++jt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int mm = jt * 8 + 2 * (lane % 4) + e, nn = warp * 16 + lane / 4;
+        c_s[mm * kLdC + nn] = c[jt][e];
+        c_s[mm * kLdC + nn + 8] = c[jt][2 + e];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kBM / 16; ++j)
+      wmma::store_matrix_sync(c_s + j * 16 * kLdC + warp * 16, acc[j], kLdC, wmma::mem_col_major);
+  }
   __syncthreads();
   for (int idx = tid; idx < kBM * kBN; idx += kThreads) {
     const int mm = idx / kBN, nn = idx % kBN;
@@ -180,13 +227,13 @@ __global__ void sum_splits_kernel(const float* __restrict__ partial, int splits,
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// APH_GGUF_TILE_OVERLAP=1: the kernel's overlapped loads (see the top).
-bool overlap_enabled() {
-  static const bool on = [] {
+// APH_GGUF_TILE_OVERLAP: the kernel's form (kForm; 0 by default).
+int kernel_form() {
+  static const int form = [] {
     const char* v = std::getenv("APH_GGUF_TILE_OVERLAP");
-    return v != nullptr && v[0] == '1';
+    return v == nullptr ? 0 : std::clamp(std::atoi(v), 0, 2);
   }();
-  return on;
+  return form;
 }
 
 template <typename T>
@@ -200,10 +247,16 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
   cudaError_t rc = cudaErrorInvalidValue;
   dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
-    if (overlap_enabled())
-      tile_gemm_kernel<kType, T, true><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
-    else
-      tile_gemm_kernel<kType, T, false><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+    switch (kernel_form()) {
+      case 1:
+        tile_gemm_kernel<kType, T, 1><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+        break;
+      case 2:
+        tile_gemm_kernel<kType, T, 2><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+        break;
+      default:
+        tile_gemm_kernel<kType, T, 0><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+    }
     rc = cudaGetLastError();
   });
   if (rc != cudaSuccess || splits == 1) return rc;

@@ -9,11 +9,24 @@
 //
 // Launched as a dependent (core/common/cuda_pdl.cuh), so that its launch
 // overlaps the activation quantization before it.
+//
+// The bulk form (APH_GGUF_BULK_MATVEC=1, batch 1; off until measured on the
+// H200, written in stop 24 without a GPU): the bytes a warp has in flight
+// are bounded by its registers above, and the big k-quant matvecs ran at
+// 3.0-3.2 TB/s against the 4.28 of a copy (stop 20's trace), where the
+// dense GEMV reaches the copy's speed. There, each warp of a persistent grid
+// takes whole rows and keeps a ring of them in shared memory, each row one
+// cp.async.bulk (the Hopper copy engine) completing on an mbarrier: a few
+// rows a warp in flight cost no registers, and the first ones are issued
+// before the producer wait, since the weights do not depend on it.
+#include <cuda/ptx>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "core/common/cuda_pdl.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
@@ -134,10 +147,125 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
   store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
 }
 
+namespace ptx = ::cuda::ptx;
+
+constexpr int kBulkWarps = 4;
+constexpr int kBulkMaxStages = 8;
+constexpr int64_t kBulkWarpBytes = 24 << 10;  // a warp's ring: rows of up to this many bytes in all
+
+// Rows a warp's ring holds: as many as fit kBulkWarpBytes, 2 to
+// kBulkMaxStages (a row of 4096 Q4_K is 2304 bytes: 8; of 14336 Q6_K 11760: 2).
+int bulk_stages(int64_t row_bytes) {
+  return static_cast<int>(std::clamp<int64_t>(kBulkWarpBytes / row_bytes, 2, kBulkMaxStages));
+}
+
+// y = W x at batch 1, x quantized by the kernel before. Warp g of the grid
+// takes rows g, g + warps, ... of all targets in turn (plan_targets with one
+// row an item); its lane 0 copies each into the warp's ring `stages` rows
+// ahead.
+template <class P, typename T>
+__global__ void __launch_bounds__(kBulkWarps * 32)
+    matvec_bulk_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int stages) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ uint64_t arrived[kBulkWarps][kBulkMaxStages];
+  constexpr int kPerStep = 32 / P::kLanes;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slot_l = lane / P::kLanes, part = lane % P::kLanes;
+  const int64_t rb = P::row_bytes(nb);
+  const int64_t rows = targets.first_cta[targets.count];
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kBulkWarps + warp;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kBulkWarps;
+  uint8_t* ring = smem + static_cast<int64_t>(warp) * stages * rb;
+  if (lane == 0) {
+    for (int i = 0; i < stages; ++i) ptx::mbarrier_init(&arrived[warp][i], 1);
+    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
+  }
+  __syncwarp();
+  // Lane 0: the warp's i-th row into slot i % stages.
+  auto issue = [&](int64_t i) {
+    const int64_t v = first + i * warps;
+    if (v >= rows) return;
+    int64_t row = 0;
+    const MatvecTarget& t = target_at(targets, static_cast<unsigned>(v), &row);
+    uint64_t* bar = &arrived[warp][i % stages];
+    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, bar,
+                                   static_cast<uint32_t>(rb));
+    ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, ring + (i % stages) * rb, t.w + row * rb,
+                       static_cast<uint32_t>(rb), bar);
+  };
+  if (lane == 0)
+    for (int i = 0; i < stages; ++i) issue(i);  // the weights do not wait for the producer
+  const XCodes xc = matvec_x<false, T>(x, 256 * nb);
+  for (int64_t i = 0; first + i * warps < rows; ++i) {
+    const int slot = static_cast<int>(i % stages);
+    while (!ptx::mbarrier_try_wait_parity(&arrived[warp][slot], static_cast<uint32_t>((i / stages) & 1))) {
+    }
+    int64_t row = 0;
+    const MatvecTarget& t = target_at(targets, static_cast<unsigned>(first + i * warps), &row);
+    const uint8_t* wrow = ring + slot * rb;
+    float acc[1][1] = {};
+    for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
+      const int64_t blk = b0 + slot_l;
+      if (blk < nb) {
+        typename P::W wv[1];
+        P::load_w(wrow, nb, blk, part, wv[0], StagedWeights{});
+        step<P, 1, 1>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, 1, acc);
+      }
+    }
+    store_rows<1, 1>(acc, 1, t.n, row, t.bias, static_cast<T*>(t.y));
+    __syncwarp();  // every lane is done with the slot
+    if (lane == 0) issue(i + stages);
+  }
+}
+
+// APH_GGUF_BULK_MATVEC=1: batch-1 launches take the bulk form.
+bool bulk_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_GGUF_BULK_MATVEC");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
+}
+
+int sm_count_now() {
+  int device = 0, n = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return 1;
+  return n;
+}
+
+// The bulk form, or cudaErrorNotSupported when a target's rows are not
+// 16-byte aligned (the copy engine needs it) or its ring does not fit.
+template <class P, typename T>
+cudaError_t launch_bulk(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, cudaStream_t s) {
+  const int64_t rb = P::row_bytes(nb);
+  if (rb % 16 != 0) return cudaErrorNotSupported;
+  for (int i = 0; i < count; ++i)
+    if (reinterpret_cast<uintptr_t>(targets[i].w) % 16 != 0) return cudaErrorNotSupported;
+  const MatvecTargets ts = plan_targets(targets, count, 1);
+  const int stages = bulk_stages(rb);
+  const size_t smem = static_cast<size_t>(kBulkWarps) * stages * rb;
+  auto kernel = matvec_bulk_kernel<P, T>;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    return cudaErrorNotSupported;
+  }
+  static const int sm_count = sm_count_now();
+  const unsigned items = (ts.first_cta[count] + kBulkWarps - 1) / kBulkWarps;
+  const unsigned grid = resident_grid(kernel, kBulkWarps * 32, smem, sm_count, items);
+  return cuda_pdl::launch_dependent(kernel, dim3(grid), dim3(kBulkWarps * 32), smem, s, ts, nb, x, stages);
+}
+
 template <class P, typename T>
 cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m,
                          cudaStream_t s) {
   if (x.raw) return cudaErrorInvalidValue;  // fits_in_cta_quantization says no for these types
+  if (m == 1 && bulk_enabled()) {
+    const cudaError_t e = launch_bulk<P, T>(targets, count, nb, x, s);
+    if (e != cudaErrorNotSupported) return e;
+  }
   constexpr int R = kRowsPerWarp;
   const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
   const dim3 grid(ts.first_cta[count]), block(kWarps * 32);

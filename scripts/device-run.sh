@@ -13,7 +13,8 @@
 #   samplers   bench_sampler_chain (64 rows x 128k vocab x 8k history)
 #   decodeops  aph_bench_decode_ops (8B bf16 linears one by one)
 #   gguf       aph_bench_gguf_matvec (GGUF matvec per type and shape)
-#   attention  aph_bench_attention
+#   attention  aph_bench_attention (gguf and attention: again under each
+#              setting of AB_ENV, e.g. AB_ENV="APH_GGUF_BULK_MATVEC=1")
 #   engine     aph_bench_engine: random 135M Q4_0, 8B bf16 (APH_PDL on/off)
 #   smol       the random 135M Q4_0 decode512 alone (and under each AB_ENV)
 #   priceab    the every-stage price of the sampler plugin as carried, under
@@ -109,9 +110,20 @@ if want decodeops; then
   timeout 120 $BIN/aph_bench_decode_ops > "$OUT/bench_decode_ops.txt" 2>&1
   record aph_bench_decode_ops $? bench_decode_ops.txt
 fi
+# A bench binary as built, then again under each setting of AB_ENV (space
+# separated VAR=value), all into $OUT/OUTFILE.
+bench_under_envs() {
+  local bin=$1 out=$2 limit=$3
+  timeout "$limit" "$BIN/$bin" > "$OUT/$out" 2>&1
+  record "$bin" $? "$out"
+  for ab in ${AB_ENV:-}; do
+    echo "==== with $ab" >> "$OUT/$out"
+    (export "$ab"; timeout "$limit" "$BIN/$bin" >> "$OUT/$out" 2>&1)
+    record "$bin $ab" $? "$out"
+  done
+}
 if want gguf; then
-  timeout 120 $BIN/aph_bench_gguf_matvec > "$OUT/bench_gguf_matvec.txt" 2>&1
-  record aph_bench_gguf_matvec $? bench_gguf_matvec.txt
+  bench_under_envs aph_bench_gguf_matvec bench_gguf_matvec.txt 120
 fi
 if want hfref; then
   step "waiting for the HF references"
@@ -132,13 +144,7 @@ if want gputests; then
   grep -E "tests passed|\*\*\*|Failed|Passed" "$OUT/ctest-gpu.log" | tail -30
 fi
 if want attention; then
-  timeout 90 $BIN/aph_bench_attention > "$OUT/bench_attention.txt" 2>&1
-  record aph_bench_attention $? bench_attention.txt
-  for ab in ${AB_ENV:-}; do  # the bench again under each setting
-    echo "==== with $ab" >> "$OUT/bench_attention.txt"
-    (export "$ab"; timeout 90 $BIN/aph_bench_attention >> "$OUT/bench_attention.txt" 2>&1)
-    record "aph_bench_attention $ab" $? bench_attention.txt
-  done
+  bench_under_envs aph_bench_attention bench_attention.txt 90
 fi
 # The RESULT lines' bandwidth column needs the copy ceiling (measured once)
 # and the bytes a step reads (bench/engine/read_bytes.py, from make_model.py's

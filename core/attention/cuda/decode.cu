@@ -76,6 +76,16 @@ using cuda_async::cp_async_wait;
 
 namespace ptx = ::cuda::ptx;  // libcu++'s PTX wrappers (st.async, mbarrier)
 
+// Thread block clusters, st.async and transaction-counted mbarriers exist
+// from sm_90. On an older GPU the host never launches a cluster
+// (cluster_size_for finds none), and the kernel compiles without those
+// paths, so that APH_RELEASE_ARCHS builds (sm_80-89) compile.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define APH_DECODE_CLUSTERS 0
+#else
+#define APH_DECODE_CLUSTERS 1
+#endif
+
 // CTA size, chosen per launch (launch_typed). At batch 1 a decode grid is a
 // few dozen CTAs, one per SM: each thread's chain of dependent shared-memory
 // loads and FMAs is the time, not bytes, and 256 threads split a tile's
@@ -164,7 +174,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // Push merge: every active member says it has started (a CTA's shared
   // memory may be written by its cluster only once it runs); it waits on
   // that only before its first remote store, long after.
-  const bool pushing = p.cluster > 1 && !direct && p.push_merge;
+  [[maybe_unused]] const bool pushing = APH_DECODE_CLUSTERS && p.cluster > 1 && !direct && p.push_merge;
+#if APH_DECODE_CLUSTERS
   // The leader's transaction barrier, which its members' st.async stores
   // count down; initialized before the leader arrives on the start barrier
   // that the members wait on before their first store.
@@ -174,6 +185,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
   if (pushing) __cluster_barrier_arrive_relaxed();
+#endif
   const TokenRange range = decode_split_range(ctx, eff, split);
   const int begin = range.begin, end = range.end;
   const int n_tiles = (end - begin + kTile - 1) / kTile;
@@ -367,12 +379,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // A sequence whose active splits span several clusters (only when a
   // caller's short_contexts was wrong) merges in two levels: clusters, then
   // the workspace.
-  const bool clustered = p.cluster > 1 && !direct;
+  const bool clustered = APH_DECODE_CLUSTERS && p.cluster > 1 && !direct;
   // Clustered: this CTA's normalized output, [G][HD], which its cluster's
   // leader reads; q_s is dead once the tiles are done. Pushing: it goes
   // straight into the leader's mailbox (after the dynamic shared memory the
   // kernel itself uses), slot `rank`, with this CTA's max and sum.
   float* part = q_s;
+#if APH_DECODE_CLUSTERS
   namespace cg = cooperative_groups;
   float* mailbox = reinterpret_cast<float*>(smem + S::kSmemBytes);
   const int mail_stride = p.mail_group * (HD + 2);  // floats a member
@@ -399,6 +412,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
       send(part + p.mail_group * HD + p.mail_group + tid, l_s[tid]);
     }
   }
+#else
+  auto send = [](float* dst, float v) { *dst = v; };
+#endif
   for (int i = tid; i < G * HD; i += kThreads) {
     const int g = i / HD, d = i % HD;
     float o = 0.0f;
@@ -419,6 +435,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   // The workspace slot of this CTA's partial (or its cluster's), and how
   // many slots the last arrival merges.
   int slot = split, n_slots = eff;
+#if APH_DECODE_CLUSTERS
   if (clustered) {
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = static_cast<int>(cluster.block_rank());
@@ -485,6 +502,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     }
     if (rank != 0 || n_clusters == 1) return;
   }
+#endif
   // The partials are in the workspace; the last split to arrive merges them
   // (the reduction buffer and the score rows are free scratch again).
   publish_and_merge<HD, ActT, kThreads>(p, seq, q_tok, h0, G, slot, n_slots, m_s, l_s, red, s_s);

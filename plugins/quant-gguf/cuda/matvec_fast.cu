@@ -166,6 +166,10 @@ int bulk_stages(int64_t row_bytes) {
 template <class P, typename T>
 __global__ void __launch_bounds__(kBulkWarps * 32)
     matvec_bulk_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int stages) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  // The copy engine and transaction-counting mbarriers are sm_90's: launch_bulk
+  // launches this form only on such a GPU.
+#else
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ uint64_t arrived[kBulkWarps][kBulkMaxStages];
   constexpr int kPerStep = 32 / P::kLanes;
@@ -216,6 +220,7 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
     __syncwarp();  // every lane is done with the slot
     if (lane == 0) issue(i + stages);
   }
+#endif
 }
 
 // APH_GGUF_BULK_MATVEC=1: batch-1 launches take the bulk form.
@@ -227,20 +232,24 @@ bool bulk_enabled() {
   return on;
 }
 
-int sm_count_now() {
-  int device = 0, n = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    return 1;
-  return n;
+// An attribute of the current device (0 when the query fails).
+int device_attribute(cudaDeviceAttr attr) {
+  int device = 0, v = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&v, attr, device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return v;
 }
 
-// The bulk form, or cudaErrorNotSupported when a target's rows are not
-// 16-byte aligned (the copy engine needs it) or its ring does not fit.
+// The bulk form, or cudaErrorNotSupported on a GPU before sm_90, when a
+// target's rows are not 16-byte aligned (the copy engine needs it) or when
+// its ring does not fit.
 template <class P, typename T>
 cudaError_t launch_bulk(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, cudaStream_t s) {
+  static const bool hopper = device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9;
   const int64_t rb = P::row_bytes(nb);
-  if (rb % 16 != 0) return cudaErrorNotSupported;
+  if (!hopper || rb % 16 != 0) return cudaErrorNotSupported;
   for (int i = 0; i < count; ++i)
     if (reinterpret_cast<uintptr_t>(targets[i].w) % 16 != 0) return cudaErrorNotSupported;
   const MatvecTargets ts = plan_targets(targets, count, 1);
@@ -252,7 +261,7 @@ cudaError_t launch_bulk(const MatvecTarget* targets, int count, int64_t nb, cons
     cudaGetLastError();
     return cudaErrorNotSupported;
   }
-  static const int sm_count = sm_count_now();
+  static const int sm_count = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   const unsigned items = (ts.first_cta[count] + kBulkWarps - 1) / kBulkWarps;
   const unsigned grid = resident_grid(kernel, kBulkWarps * 32, smem, sm_count, items);
   return cuda_pdl::launch_dependent(kernel, dim3(grid), dim3(kBulkWarps * 32), smem, s, ts, nb, x, stages);

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
   constexpr bool kOverlap = kForm >= 1, kPtxMma = kForm == 2;
   const int lane = tid % 32;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kPtxMma ? 1 : kBM / 16];
-  float c[kPtxMma ? kBM / 8 : 1][4] = {};  // kPtxMma: the warp's 16 W rows x 8 x rows, per 8 rows of x
+  float mma_acc[kPtxMma ? kBM / 8 : 1][4] = {};  // kPtxMma: C of the warp's 16 W rows x each 8 rows of x
   if constexpr (!kPtxMma) {
 #pragma unroll
     for (int j = 0; j < kBM / 16; ++j) wmma::fill_fragment(acc[j], 0.0f);
@@ -163,8 +163,8 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
           // (rows 8-15, k 8-15) of this pair.
           uint32_t b[4];
           cuda_mma::ldmatrix_x4(b, x_s + (jp * 16 + (lane / 16) * 8 + lane % 8) * kLd + kk * 16 + (lane / 8) % 2 * 8);
-          cuda_mma::mma16816<T>(c[2 * jp], a, b[0], b[1]);
-          cuda_mma::mma16816<T>(c[2 * jp + 1], a, b[2], b[3]);
+          cuda_mma::mma16816<T>(mma_acc[2 * jp], a, b[0], b[1]);
+          cuda_mma::mma16816<T>(mma_acc[2 * jp + 1], a, b[2], b[3]);
         }
       }
     } else {
@@ -193,8 +193,8 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int mm = jt * 8 + 2 * (lane % 4) + e, nn = warp * 16 + lane / 4;
-        c_s[mm * kLdC + nn] = c[jt][e];
-        c_s[mm * kLdC + nn + 8] = c[jt][2 + e];
+        c_s[mm * kLdC + nn] = mma_acc[jt][e];
+        c_s[mm * kLdC + nn + 8] = mma_acc[jt][2 + e];
       }
     }
   } else {

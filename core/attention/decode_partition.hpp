@@ -16,10 +16,11 @@
 
 namespace aph::attention {
 
-// The splits a sequence of ctx tokens uses of the grid's `splits`: as many as
-// give each at least min_tokens (a split costs a partial's write and the
-// merge's read), at least one. Only ctx decides, so every CTA of the
-// sequence agrees.
+// The splits a sequence of ctx tokens uses of the grid's `splits`: the fewest
+// that keep each at most min_tokens long, so that (below the grid's count)
+// each takes between min_tokens / 2 and min_tokens tokens, never a sliver (a
+// split costs a partial's write and the merge's read). Only ctx decides, so
+// every CTA of the sequence agrees.
 APH_DECODE_HD int32_t decode_active_splits(int32_t ctx, int32_t splits,
                                            int32_t min_tokens = kDecodeMinSplitTokens) {
   const int32_t want = (ctx + min_tokens - 1) / min_tokens;

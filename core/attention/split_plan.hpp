@@ -17,8 +17,9 @@ inline constexpr int32_t kDecodeTargetCtas = 512;
 // context) gives each split at least this many tokens: at 8k context on the
 // H200 (8B Q4_K_M), 64 splits of 128 tokens gave 249.5 tok/s, 32 of 256 276.0.
 inline constexpr int32_t kDecodeMinPartition = 256;
-// On the device a sequence uses only as many of the grid's splits as give
-// each at least this many tokens (one KV tile). A CTA's time is mostly
+// On the device a sequence uses only as many of the grid's splits as keep
+// each at most this many tokens (one KV tile), so none is a sliver
+// (decode_partition.hpp). A CTA's time is mostly
 // latency (the block table, the tile copies, the arrival), not bytes: at
 // ~600 tokens of context a layer's decode kernel took 17-27 us as 3 splits of
 // 256 tokens and 13-19 us as splits of 64 (ncu, 8B shape).

@@ -20,7 +20,7 @@ namespace aph::attention::cuda {
 struct DecodeParams : AttentionCallParams {
   int32_t head_chunks;
   int32_t splits;
-  int32_t min_split_tokens;  // decode_active_splits' floor (kDecodeMinSplitTokens)
+  int32_t min_split_tokens;  // decode_active_splits' split length (kDecodeMinSplitTokens)
   int32_t cluster;  // CTAs of a cluster along x (1: no cluster); divides splits
   int32_t mail_group;  // query heads a cluster's mailbox holds per member (>= any CTA's G)
   bool push_merge;     // members push their partials into the leader's mailbox

@@ -23,10 +23,8 @@
 // steps are issued before the wait, less the newest row, which its lane
 // copies after the wait.
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstdlib>
-#include <type_traits>
 
 #include "core/attention/cuda/attention_kernels.h"
 #include "core/attention/cuda/decode_common.cuh"
@@ -321,9 +319,10 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
   publish_and_merge<HD, ActT, kThreads>(p, cta.seq, cta.q_tok, h0, G, cta.split, cta.eff, m_s, l_s, red, inv_s);
 }
 
-// APH_DECODE_STREAM_SPLIT_TOKENS: the fewest tokens a split of this kernel
-// takes (default kDecodeMinSplitTokens, as the tiled kernel's). More means
-// fewer, longer splits: fewer partials to merge, less parallelism.
+// APH_DECODE_STREAM_SPLIT_TOKENS: the most tokens a split of this kernel
+// takes before its sequence uses one more of the grid's splits (default
+// kDecodeMinSplitTokens, as the tiled kernel's). More means fewer, longer
+// splits: fewer partials to merge, less parallelism.
 int min_split_tokens() {
   static const int n = [] {
     const char* v = std::getenv("APH_DECODE_STREAM_SPLIT_TOKENS");

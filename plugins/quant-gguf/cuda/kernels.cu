@@ -488,7 +488,7 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
     return static_cast<int>(cudaErrorInvalidValue);
   for (int i = 0; i < count; ++i)
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
-  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);
+  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, sm_count, stream);
   auto s = static_cast<cudaStream_t>(stream);
   MatvecX xp = x;
   xp.preload = preload;

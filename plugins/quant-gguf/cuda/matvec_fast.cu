@@ -232,22 +232,24 @@ bool bulk_enabled() {
   return on;
 }
 
-// An attribute of the current device (0 when the query fails).
-int device_attribute(cudaDeviceAttr attr) {
-  int device = 0, v = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&v, attr, device) != cudaSuccess) {
+// Whether the current device has the copy engine's bulk copies (sm_90+).
+bool bulk_copies_available() {
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
     cudaGetLastError();
-    return 0;
+    return false;
   }
-  return v;
+  return major >= 9;
 }
 
 // The bulk form, or cudaErrorNotSupported on a GPU before sm_90, when a
 // target's rows are not 16-byte aligned (the copy engine needs it) or when
 // its ring does not fit.
 template <class P, typename T>
-cudaError_t launch_bulk(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, cudaStream_t s) {
-  static const bool hopper = device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9;
+cudaError_t launch_bulk(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int sm_count,
+                        cudaStream_t s) {
+  static const bool hopper = bulk_copies_available();
   const int64_t rb = P::row_bytes(nb);
   if (!hopper || rb % 16 != 0) return cudaErrorNotSupported;
   for (int i = 0; i < count; ++i)
@@ -261,7 +263,6 @@ cudaError_t launch_bulk(const MatvecTarget* targets, int count, int64_t nb, cons
     cudaGetLastError();
     return cudaErrorNotSupported;
   }
-  static const int sm_count = std::max(1, device_attribute(cudaDevAttrMultiProcessorCount));
   const unsigned items = (ts.first_cta[count] + kBulkWarps - 1) / kBulkWarps;
   const unsigned grid = resident_grid(kernel, kBulkWarps * 32, smem, sm_count, items);
   return cuda_pdl::launch_dependent(kernel, dim3(grid), dim3(kBulkWarps * 32), smem, s, ts, nb, x, stages);
@@ -269,10 +270,10 @@ cudaError_t launch_bulk(const MatvecTarget* targets, int count, int64_t nb, cons
 
 template <class P, typename T>
 cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m,
-                         cudaStream_t s) {
+                         int sm_count, cudaStream_t s) {
   if (x.raw) return cudaErrorInvalidValue;  // fits_in_cta_quantization says no for these types
   if (m == 1 && bulk_enabled()) {
-    const cudaError_t e = launch_bulk<P, T>(targets, count, nb, x, s);
+    const cudaError_t e = launch_bulk<P, T>(targets, count, nb, x, sm_count, s);
     if (e != cudaErrorNotSupported) return e;
   }
   constexpr int R = kRowsPerWarp;
@@ -303,7 +304,7 @@ void dispatch_fast(uint32_t type, F&& f) {
 }  // namespace
 
 int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k,
-                             const MatvecX& x, int64_t m, bool bf16, void* stream) {
+                             const MatvecX& x, int64_t m, bool bf16, int sm_count, void* stream) {
   if (k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);  // m, count, n: checked by the caller
   auto s = static_cast<cudaStream_t>(stream);
   const int mi = static_cast<int>(m);
@@ -311,9 +312,9 @@ int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int cou
   dispatch_fast(type, [&](auto p) {
     using P = decltype(p);
     if (bf16)
-      rc = launch_typed<P, __nv_bfloat16>(targets, count, k / 256, x, mi, s);
+      rc = launch_typed<P, __nv_bfloat16>(targets, count, k / 256, x, mi, sm_count, s);
     else
-      rc = launch_typed<P, __half>(targets, count, k / 256, x, mi, s);
+      rc = launch_typed<P, __half>(targets, count, k / 256, x, mi, sm_count, s);
   });
   return static_cast<int>(rc);
 }

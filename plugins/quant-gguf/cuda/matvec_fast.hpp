@@ -18,6 +18,6 @@ constexpr bool has_fast_matvec(uint32_t ggml_type) {
 // (not raw). Launched as a
 // dependent of the kernel before (core/common/cuda_pdl.cuh).
 int launch_fast_matvec_multi(uint32_t ggml_type, const MatvecTarget* targets, int count, int64_t k,
-                             const MatvecX& x, int64_t m, bool bf16, void* stream);
+                             const MatvecX& x, int64_t m, bool bf16, int sm_count, void* stream);
 
 }  // namespace aph::gguf::cuda

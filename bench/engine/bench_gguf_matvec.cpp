@@ -7,13 +7,17 @@
 // device layout (the speed does not depend on the values); each call uses
 // the next of enough copies that the reads come from HBM, not L2. Calls are
 // timed as a CUDA graph (as the engine runs decode), so launch gaps do not
-// hide the small shapes.
+// hide the small shapes. Then the tile GEMM of batched decode (m = 64, the
+// 8B Q4_K_M's linears) in TFLOP/s against the measured bf16 GEMM rate; its
+// form follows APH_GGUF_TILE_OVERLAP (docs/CONFIG.md), so runs under each
+// setting compare them (scripts/device-run.sh's AB_ENV).
 //
 //   aph_bench_gguf_matvec [--copy-gbps X]
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -24,6 +28,7 @@
 #include "core/common/error.hpp"
 #include "plugins/quant-gguf/cuda/device_layout.hpp"
 #include "plugins/quant-gguf/cuda/kernels.hpp"
+#include "plugins/quant-gguf/cuda/tile_gemm.hpp"
 
 namespace {
 
@@ -69,6 +74,58 @@ double graph_ms_per_call(cudaStream_t stream, int calls, const std::function<voi
   return ms / (reps * calls);
 }
 
+// Copies of one random weight matrix, enough that the calls read HBM, not L2.
+std::vector<uint8_t*> weight_copies(uint32_t type, int64_t n, int64_t k, size_t* bytes_out) {
+  aph::gguf::DeviceLayout layout{};
+  if (!aph::gguf::device_layout(type, &layout)) return {};
+  const size_t bytes = static_cast<size_t>(n) * aph::gguf::device_row_bytes(layout, k / layout.block_elems);
+  const int copies = static_cast<int>(std::max<size_t>(1, (512ull << 20) / bytes));
+  std::vector<uint8_t*> w;
+  w.push_back(random_device_bytes(bytes));
+  for (int i = 1; i < copies; ++i) {
+    uint8_t* d = nullptr;
+    cuda_ok(cudaMalloc(reinterpret_cast<void**>(&d), bytes), "cudaMalloc");
+    cuda_ok(cudaMemcpy(d, w[0], bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+    w.push_back(d);
+  }
+  *bytes_out = bytes;
+  return w;
+}
+
+// The tile GEMM (tile_gemm.hpp) on the 8B Q4_K_M's linears at m = 64.
+void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
+  const Case cases[] = {
+      {"Q4_K", 12, 4096, 4096, 64},  {"Q4_K", 12, 1024, 4096, 64},  {"Q6_K", 14, 1024, 4096, 64},
+      {"Q4_K", 12, 14336, 4096, 64}, {"Q4_K", 12, 4096, 14336, 64}, {"Q6_K", 14, 4096, 14336, 64},
+  };
+  const aph::bench::Ceilings ceilings = aph::bench::measure_ceilings();
+  const char* form = std::getenv("APH_GGUF_TILE_OVERLAP");
+  std::printf("GGUF tile GEMM, bf16 activations, APH_GGUF_TILE_OVERLAP=%s (bf16 GEMM ceiling %.0f TFLOP/s)\n",
+              form ? form : "unset", ceilings.bf16_flops / 1e12);
+  std::printf("%-6s %-16s %3s %6s %9s %9s %8s\n", "type", "[N x K]", "M", "splits", "us", "TFLOP/s", "of bf16");
+  for (const Case& c : cases) {
+    size_t bytes = 0;
+    std::vector<uint8_t*> w = weight_copies(c.type, c.n, c.k, &bytes);
+    if (w.empty()) continue;
+    float* workspace = nullptr;
+    const uint64_t ws = aph::gguf::cuda::tile_gemm_workspace_bytes(c.n, c.k, sm_count);
+    if (ws) cuda_ok(cudaMalloc(reinterpret_cast<void**>(&workspace), ws), "cudaMalloc");
+    const double ms = graph_ms_per_call(stream, std::max(8, 2 * static_cast<int>(w.size())), [&](int i) {
+      launch_ok(aph::gguf::cuda::launch_tile_gemm(c.type, w[i % w.size()], c.n, c.k, x, c.m, nullptr, y, true,
+                                                  workspace, sm_count, stream),
+                "tile GEMM");
+    });
+    const double flops = 2.0 * c.m * c.n * c.k / (ms * 1e-3);
+    char shape[32];
+    std::snprintf(shape, sizeof shape, "[%lld x %lld]", static_cast<long long>(c.n), static_cast<long long>(c.k));
+    std::printf("%-6s %-16s %3lld %6d %9.1f %9.1f %7.1f%%\n", c.type_name, shape, static_cast<long long>(c.m),
+                aph::gguf::cuda::tile_gemm_splits(c.n, c.k, c.m, sm_count), ms * 1e3, flops / 1e12,
+                ceilings.bf16_flops > 0 ? 100 * flops / ceilings.bf16_flops : 0.0);
+    for (uint8_t* d : w) cudaFree(d);
+    cudaFree(workspace);
+  }
+}
+
 int run(double copy_gbps) {
   cudaStream_t stream;
   cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -81,7 +138,7 @@ int run(double copy_gbps) {
       {"Q4_1", 3, 1536, 576, 1},     {"Q4_1", 3, 576, 1536, 1},     {"Q8_0", 8, 49152, 576, 1},
       {"Q4_K", 12, 4096, 4096, 4},   {"Q4_K", 12, 14336, 4096, 8},  {"Q6_K", 14, 4096, 14336, 8},
   };
-  constexpr int64_t kMaxK = 14336, kMaxN = 128256, kMaxM = 8;
+  constexpr int64_t kMaxK = 14336, kMaxN = 128256, kMaxM = 64;
   void* x = nullptr;
   int8_t* xq = nullptr;
   float *xd = nullptr, *xs = nullptr;
@@ -114,19 +171,11 @@ int run(double copy_gbps) {
   std::printf("%-6s %-16s %2s %9s %9s %8s  %9s %8s  %9s %8s\n", "type", "[N x K]", "M", "us", "GB/s", "of copy",
               "+quant us", "of copy", "in-CTA us", "of copy");
   for (const Case& c : cases) {
-    aph::gguf::DeviceLayout layout{};
-    if (!aph::gguf::device_layout(c.type, &layout)) continue;
+    size_t bytes = 0;
+    std::vector<uint8_t*> w = weight_copies(c.type, c.n, c.k, &bytes);
+    if (w.empty()) continue;
+    const int copies = static_cast<int>(w.size());
     launch_ok(aph::gguf::cuda::launch_quantize_act(x, nullptr, true, c.m, c.k, xq, xd, xs, stream), "quantize_act");
-    const size_t bytes = static_cast<size_t>(c.n) * aph::gguf::device_row_bytes(layout, c.k / layout.block_elems);
-    const int copies = static_cast<int>(std::max<size_t>(1, (512ull << 20) / bytes));
-    std::vector<uint8_t*> w;
-    w.push_back(random_device_bytes(bytes));
-    for (int i = 1; i < copies; ++i) {
-      uint8_t* d = nullptr;
-      cuda_ok(cudaMalloc(reinterpret_cast<void**>(&d), bytes), "cudaMalloc");
-      cuda_ok(cudaMemcpy(d, w[0], bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
-      w.push_back(d);
-    }
     aph::gguf::cuda::MatvecX quantized, raw;
     quantized.q = xq;
     quantized.d = xd;
@@ -167,6 +216,7 @@ int run(double copy_gbps) {
     launch_ok(aph::gguf::cuda::launch_quantize_act(x, nullptr, true, 1, 4096, xq, xd, xs, stream), "quantize_act");
   });
   std::printf("activation quantization, 1 x 4096: %.1f us a call\n", q_ms * 1e3);
+  run_tile_gemm(stream, sm_count, x, y);
   cudaFree(x);
   cudaFree(xq);
   cudaFree(xd);

@@ -233,10 +233,13 @@ struct Decoder<14> {
   static constexpr bool kHasMin = false, kSplit = true;
   static constexpr int kCodeMin = -32, kCodeMax = 31;
   __device__ static void chunk(const uint8_t* row, int64_t nb, int64_t blk, int j, Chunk& c) {
-    const uint8_t* b = row + 192 * blk;
+    chunk_at(row + 192 * blk, reinterpret_cast<const int8_t*>(row + 192 * nb + 16 * blk),
+             ld_f16(row + 208 * nb + 2 * blk), j, c);
+  }
+  // Chunk j of the block whose codes (ql+qh), scales and d are given apart
+  // (the pipelined tile GEMM's copy of a block in shared memory).
+  __device__ static void chunk_at(const uint8_t* b, const int8_t* scales, float d, int j, Chunk& c) {
     const int h = j / 4, u = j % 4;
-    float d = ld_f16(row + 208 * nb + 2 * blk);
-    const int8_t* scales = reinterpret_cast<const int8_t*>(row + 192 * nb + 16 * blk);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       c.a[k] = d * static_cast<float>(scales[8 * h + 2 * u + k]);

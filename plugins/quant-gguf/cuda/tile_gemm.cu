@@ -25,23 +25,23 @@
 #include <cstdlib>
 
 #include "core/common/cuda_async_copy.cuh"
-#include "core/common/cuda_mma.cuh"
 #include "plugins/quant-gguf/cuda/decode.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/tile_gemm.hpp"
+#include "plugins/quant-gguf/cuda/tile_gemm_tile.cuh"
 
 namespace aph::gguf::cuda {
 
 namespace {
 
 namespace wmma = nvcuda::wmma;
+using tile::kBK;
+using tile::kBM;
+using tile::kBN;
+using tile::kLd;
+using tile::kLdC;
+using tile::kThreads;
 
-constexpr int kBN = 64;   // W rows per CTA
-constexpr int kBM = 64;   // x rows per CTA
-constexpr int kBK = 128;  // k per step
-constexpr int kThreads = 128;
-constexpr int kLd = kBK + 8;   // shared row stride in elements: 272 bytes, rows in different banks
-constexpr int kLdC = kBM + 4;  // fp32 result stride
 constexpr int kMaxSplits = 16;
 
 // kForm 0: the plain step; 1: overlapped loads (above); 2: overlapped loads
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
 
   const int tid = threadIdx.x, warp = tid / 32;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN, m0 = static_cast<int64_t>(blockIdx.y) * kBM;
-  const int split = blockIdx.z, splits = gridDim.z;
+  const int split = blockIdx.z;
   const int64_t nb = k / D::kBlock, chunks = k / 32, rb = row_bytes<TYPE>(nb);
   const int64_t steps = (k + kBK - 1) / kBK;
   const int64_t s_begin = static_cast<int64_t>(split) * steps_per_split;
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
   constexpr bool kOverlap = kForm >= 1, kPtxMma = kForm == 2;
   const int lane = tid % 32;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kPtxMma ? 1 : kBM / 16];
-  float mma_acc[kPtxMma ? kBM / 8 : 1][4] = {};  // kPtxMma: C of the warp's 16 W rows x each 8 rows of x
+  tile::Acc mma_acc = {};  // kPtxMma only
   if constexpr (!kPtxMma) {
 #pragma unroll
     for (int j = 0; j < kBM / 16; ++j) wmma::fill_fragment(acc[j], 0.0f);
@@ -150,23 +150,7 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
     }
     __syncthreads();
     if constexpr (kPtxMma) {
-#pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) {
-        // A: the warp's 16 W rows x 16 of k; lanes 0-15 address rows at
-        // column 0, lanes 16-31 at column 8.
-        uint32_t a[4];
-        cuda_mma::ldmatrix_x4(a, w_s + (warp * 16 + lane % 16) * kLd + kk * 16 + (lane / 16) * 8);
-#pragma unroll
-        for (int jp = 0; jp < kBM / 16; ++jp) {
-          // B for two tiles of 8 x rows (x_s[m][k] is B column-major): tiles
-          // (rows 0-7, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 0-7),
-          // (rows 8-15, k 8-15) of this pair.
-          uint32_t b[4];
-          cuda_mma::ldmatrix_x4(b, x_s + (jp * 16 + (lane / 16) * 8 + lane % 8) * kLd + kk * 16 + (lane / 8) % 2 * 8);
-          cuda_mma::mma16816<T>(mma_acc[2 * jp], a, b[0], b[1]);
-          cuda_mma::mma16816<T>(mma_acc[2 * jp + 1], a, b[2], b[3]);
-        }
-      }
+      tile::mma_step(w_s, x_s, warp, lane, mma_acc);
     } else {
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk) {
@@ -183,36 +167,17 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
     }
     __syncthreads();
   }
-  // The results as c_s[m][n], so that the writes below go along n, as y's
-  // rows do. wmma: acc[j] is C[n: warp's 16][m: j's 16], stored
-  // column-major. mma.sync: lane l holds rows (n) l / 4 and l / 4 + 8,
-  // columns (m) 2 (l % 4) and +1 of each 8-column tile.
+  // The results as c_s[m][n] (wmma: acc[j] is C[n: warp's 16][m: j's 16],
+  // stored column-major).
   if constexpr (kPtxMma) {
-#pragma unroll
-    for (int jt = 0; jt < kBM / 8; ++jt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int mm = jt * 8 + 2 * (lane % 4) + e, nn = warp * 16 + lane / 4;
-        c_s[mm * kLdC + nn] = mma_acc[jt][e];
-        c_s[mm * kLdC + nn + 8] = mma_acc[jt][2 + e];
-      }
-    }
+    tile::stash_acc(mma_acc, warp, lane, c_s);
   } else {
 #pragma unroll
     for (int j = 0; j < kBM / 16; ++j)
       wmma::store_matrix_sync(c_s + j * 16 * kLdC + warp * 16, acc[j], kLdC, wmma::mem_col_major);
   }
   __syncthreads();
-  for (int idx = tid; idx < kBM * kBN; idx += kThreads) {
-    const int mm = idx / kBN, nn = idx % kBN;
-    const int64_t row = m0 + mm, col = n0 + nn;
-    if (row >= m || col >= n) continue;
-    const float v = c_s[mm * kLdC + nn];
-    if (splits == 1)
-      y[row * n + col] = from_float<T>(v + (bias ? bias[col] : 0.0f));
-    else
-      partial[(static_cast<int64_t>(split) * m + row) * n + col] = v;
-  }
+  tile::write_tile(c_s, m0, n0, m, n, bias, y, partial);
 }
 
 template <typename T>
@@ -227,11 +192,12 @@ __global__ void sum_splits_kernel(const float* __restrict__ partial, int splits,
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// APH_GGUF_TILE_OVERLAP: the kernel's form (kForm; 0 by default).
+// APH_GGUF_TILE_OVERLAP: the kernel's form (kForm, or 3 for the pipelined
+// kernel where it takes the type and shape; 0 by default).
 int kernel_form() {
   static const int form = [] {
     const char* v = std::getenv("APH_GGUF_TILE_OVERLAP");
-    return v == nullptr ? 0 : std::clamp(std::atoi(v), 0, 2);
+    return v == nullptr ? 0 : std::clamp(std::atoi(v), 0, 3);
   }();
   return form;
 }
@@ -245,7 +211,9 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kBN)), static_cast<unsigned>(ceil_div(m, kBM)),
                   static_cast<unsigned>(splits));
   cudaError_t rc = cudaErrorInvalidValue;
-  dispatch_type(type, [&](auto tag) {
+  const bool pipelined =
+      kernel_form() == 3 && tile::launch_pipelined(type, w, n, k, x, m, bias, y, workspace, grid, per, s, &rc);
+  if (!pipelined) dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
     switch (kernel_form()) {
       case 1:

@@ -170,7 +170,9 @@ constexpr int64_t kBulkWarpBytes = 24 << 10;  // a warp's ring: rows of up to th
 constexpr int64_t kBulkRawMaxK = 16384;
 
 // Where a raw x's codes end in a bulk CTA's shared memory (the rings follow).
-__host__ __device__ constexpr int64_t bulk_x_bytes(bool raw, int64_t k) { return raw ? (smem_x_bytes(k) + 127) / 128 * 128 : 0; }
+__host__ __device__ constexpr int64_t bulk_x_bytes(bool raw, int64_t k) {
+  return raw ? (smem_x_bytes(k) + 127) / 128 * 128 : 0;
+}
 
 // Rows a warp's ring holds: as many as fit kBulkWarpBytes (less the warp's
 // share of a raw x), 2 to kBulkMaxStages (a row of 4096 Q4_K is 2304 bytes:

@@ -107,12 +107,20 @@ void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
     size_t bytes = 0;
     std::vector<uint8_t*> w = weight_copies(c.type, c.n, c.k, &bytes);
     if (w.empty()) continue;
-    float* workspace = nullptr;
-    const uint64_t ws = aph::gguf::cuda::tile_gemm_workspace_bytes(c.n, c.k, sm_count);
-    if (ws) cuda_ok(cudaMalloc(reinterpret_cast<void**>(&workspace), ws), "cudaMalloc");
+    // As the plugin's context lays it out (cuda_linear.cpp): zeroed tile
+    // counters, then the partial sums.
+    aph::gguf::cuda::TileGemmScratch scratch;
+    void* ws = nullptr;
+    const int64_t counts = aph::gguf::cuda::kTileGemmCounters;
+    const uint64_t partial_bytes = aph::gguf::cuda::tile_gemm_workspace_bytes(c.n, c.k, sm_count);
+    cuda_ok(cudaMalloc(&ws, counts * sizeof(unsigned) + partial_bytes), "cudaMalloc");
+    cuda_ok(cudaMemset(ws, 0, counts * sizeof(unsigned)), "cudaMemset");
+    scratch.tile_counts = static_cast<unsigned*>(ws);
+    scratch.tile_count_capacity = counts;
+    scratch.partials = reinterpret_cast<float*>(static_cast<unsigned*>(ws) + counts);
     const double ms = graph_ms_per_call(stream, std::max(8, 2 * static_cast<int>(w.size())), [&](int i) {
       launch_ok(aph::gguf::cuda::launch_tile_gemm(c.type, w[i % w.size()], c.n, c.k, x, c.m, nullptr, y, true,
-                                                  workspace, sm_count, stream),
+                                                  scratch, sm_count, stream),
                 "tile GEMM");
     });
     const double flops = 2.0 * c.m * c.n * c.k / (ms * 1e-3);
@@ -122,7 +130,7 @@ void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
                 aph::gguf::cuda::tile_gemm_splits(c.n, c.k, c.m, sm_count), ms * 1e3, flops / 1e12,
                 ceilings.bf16_flops > 0 ? 100 * flops / ceilings.bf16_flops : 0.0);
     for (uint8_t* d : w) cudaFree(d);
-    cudaFree(workspace);
+    cudaFree(ws);
   }
 }
 

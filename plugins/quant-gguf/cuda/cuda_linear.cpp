@@ -139,9 +139,23 @@ void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uin
   if (partial > partial_bytes_) {
     if (partials_) state_.services->device_free(state_.services->host, device_, partials_);
     partials_ = nullptr;
-    partials_ = alloc(state_, device_, partial, "GGUF tile GEMM partial sums");
+    const uint64_t counts = cuda::kTileGemmCounters * sizeof(unsigned);
+    partials_ = alloc(state_, device_, counts + partial, "GGUF tile GEMM partial sums");
+    check_cuda(static_cast<int>(cudaMemsetAsync(partials_, 0, counts, static_cast<cudaStream_t>(stream))),
+               "GGUF tile GEMM tile counters");
+    check_cuda(static_cast<int>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))),
+               "GGUF tile GEMM tile counters");
     partial_bytes_ = partial;
   }
+}
+
+cuda::TileGemmScratch CudaContext::tile_scratch() const {
+  cuda::TileGemmScratch s;
+  if (!partials_) return s;
+  s.tile_counts = static_cast<unsigned*>(partials_);
+  s.tile_count_capacity = cuda::kTileGemmCounters;
+  s.partials = reinterpret_cast<float*>(static_cast<uint8_t*>(partials_) + cuda::kTileGemmCounters * sizeof(unsigned));
+  return s;
 }
 
 CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_t n,
@@ -244,7 +258,7 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
     return;
   }
   if (m <= cuda::kTileGemmMaxM && tile_gemm_enabled() && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
-    check_cuda(cuda::launch_tile_gemm(type_, w, n_, k_, x, m, bias_, y, bf16_, state_.cuda->partials(),
+    check_cuda(cuda::launch_tile_gemm(type_, w, n_, k_, x, m, bias_, y, bf16_, state_.cuda->tile_scratch(),
                                       state_.cuda->sm_count(), stream),
                what);
     return;
@@ -420,6 +434,7 @@ CudaContext::CudaContext(PluginState& state, int32_t device) : state_(state), de
 }
 CudaContext::~CudaContext() = default;
 void CudaContext::reserve(uint64_t, uint64_t, aph_stream, uint64_t) {}
+cuda::TileGemmScratch CudaContext::tile_scratch() const { return {}; }
 
 CudaLinear::CudaLinear(PluginState& state, uint32_t, int64_t, int64_t, const uint8_t*,
                        const std::vector<float>&, int32_t, int32_t, aph_stream, const std::string& name)

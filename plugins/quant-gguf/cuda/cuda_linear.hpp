@@ -14,6 +14,7 @@
 
 #include "aphrodite/plugin.h"
 #include "plugins/quant-gguf/cuda/kernels.hpp"
+#include "plugins/quant-gguf/cuda/tile_gemm.hpp"
 
 namespace aph::gguf {
 
@@ -30,8 +31,9 @@ class CudaContext {
   // synchronizes `stream` before freeing an old buffer).
   void reserve(uint64_t act_bytes, uint64_t dequant_bytes, aph_stream stream, uint64_t partial_bytes = 0);
   void* act_scratch() const { return act_; }
-  // fp32 partial sums of the tile GEMM's K splits.
-  float* partials() const { return static_cast<float*>(partials_); }
+  // The tile GEMM's K-split scratch: its fp32 partial sums, after a counter
+  // per output tile (zeroed when allocated; each launch leaves them zero).
+  cuda::TileGemmScratch tile_scratch() const;
   int sm_count() const { return sm_count_; }
   void* dequant_scratch() const { return dequant_; }
   void* cublas() const { return cublas_; }

@@ -204,15 +204,21 @@ int kernel_form() {
 
 template <typename T>
 cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
-                         const float* bias, T* y, float* workspace, int sm_count, cudaStream_t s) {
+                         const float* bias, T* y, const TileGemmScratch& scratch, int sm_count, cudaStream_t s) {
+  float* workspace = scratch.partials;
   const int splits = tile_gemm_splits(n, k, m, sm_count);
   const int64_t steps = ceil_div(k, kBK);
   const int per = static_cast<int>(ceil_div(steps, splits));
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kBN)), static_cast<unsigned>(ceil_div(m, kBM)),
                   static_cast<unsigned>(splits));
   cudaError_t rc = cudaErrorInvalidValue;
-  const bool pipelined =
-      kernel_form() == 3 && tile::launch_pipelined(type, w, n, k, x, m, bias, y, workspace, grid, per, s, &rc);
+  // The pipelined form sums a tile's splits in its last CTA when there is a
+  // counter for every tile.
+  const int64_t tiles = static_cast<int64_t>(grid.x) * grid.y;
+  unsigned* counts = tiles <= scratch.tile_count_capacity ? scratch.tile_counts : nullptr;
+  const bool pipelined = kernel_form() == 3 && tile::launch_pipelined(type, w, n, k, x, m, bias, y, workspace,
+                                                                      counts, grid, per, s, &rc);
+  if (pipelined && counts != nullptr) return rc;
   if (!pipelined) dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
     switch (kernel_form()) {
@@ -253,16 +259,18 @@ uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count) {
 }
 
 int launch_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const void* x, int64_t m,
-                     const float* bias, void* y, bool bf16, float* workspace, int sm_count, void* stream) {
+                     const float* bias, void* y, bool bf16, const TileGemmScratch& scratch, int sm_count,
+                     void* stream) {
   if (m < 1 || m > kTileGemmMaxM || k % 32 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
     return static_cast<int>(cudaErrorInvalidValue);
-  if (tile_gemm_splits(n, k, m, sm_count) > 1 && workspace == nullptr) return static_cast<int>(cudaErrorInvalidValue);
+  if (tile_gemm_splits(n, k, m, sm_count) > 1 && scratch.partials == nullptr)
+    return static_cast<int>(cudaErrorInvalidValue);
   auto s = static_cast<cudaStream_t>(stream);
   if (bf16)
     return static_cast<int>(launch_typed(type, w, n, k, static_cast<const __nv_bfloat16*>(x), m, bias,
-                                         static_cast<__nv_bfloat16*>(y), workspace, sm_count, s));
+                                         static_cast<__nv_bfloat16*>(y), scratch, sm_count, s));
   return static_cast<int>(launch_typed(type, w, n, k, static_cast<const __half*>(x), m, bias,
-                                       static_cast<__half*>(y), workspace, sm_count, s));
+                                       static_cast<__half*>(y), scratch, sm_count, s));
 }
 
 }  // namespace aph::gguf::cuda

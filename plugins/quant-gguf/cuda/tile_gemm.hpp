@@ -17,12 +17,28 @@ constexpr int64_t kTileGemmMaxM = 128;
 // K splits for this shape (1 = no workspace, no second kernel).
 int tile_gemm_splits(int64_t n, int64_t k, int64_t m, int sm_count);
 
-// Workspace bytes a linear of this shape needs for any m <= kTileGemmMaxM.
+// Workspace bytes of fp32 partial sums a linear of this shape needs for any
+// m <= kTileGemmMaxM.
 uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count);
 
+// The scratch of a launch with K splits: the partial sums (as sized above),
+// and optionally a counter per output tile, zero before the launch and again
+// after it, with which the pipelined form's last split to finish a tile sums
+// the tile's partials itself instead of a second kernel (tile_counts null, or
+// fewer than the launch's tiles: the second kernel).
+struct TileGemmScratch {
+  float* partials = nullptr;
+  unsigned* tile_counts = nullptr;
+  int64_t tile_count_capacity = 0;
+};
+// Counters the plugin's context keeps (tiles of 64 x 64: a million output
+// rows at m = 128).
+constexpr int64_t kTileGemmCounters = 16384;
+
 // x and y in the activation dtype (F16 or BF16), x 16-byte aligned with k a
-// multiple of 32; workspace as sized above (unused when splits == 1).
+// multiple of 32; scratch as above (unused when splits == 1).
 int launch_tile_gemm(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const void* x, int64_t m,
-                     const float* bias, void* y, bool bf16, float* workspace, int sm_count, void* stream);
+                     const float* bias, void* y, bool bf16, const TileGemmScratch& scratch, int sm_count,
+                     void* stream);
 
 }  // namespace aph::gguf::cuda

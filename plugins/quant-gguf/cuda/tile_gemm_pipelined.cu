@@ -9,6 +9,9 @@
 // are copied by cp.async kStages - 1 steps ahead into a ring in shared
 // memory. A step then waits only for copies issued two steps earlier,
 // decodes W from shared memory into the BF16/F16 tile, and multiplies.
+// With K split over CTAs, the last CTA to finish a tile sums the splits'
+// partials (sum_splits_if_last), so the second kernel of tile_gemm.cu does
+// not run (224 launches a step of the 8B at m = 64).
 //
 // Shared memory (dynamic): the decoded tile (17 KB, then the fp32 results),
 // kStages x tiles of x (17 KB each), kStages x 64 rows of raw W (9 KB a step
@@ -37,11 +40,39 @@ constexpr int smem_bytes() {
   return static_cast<int>(sizeof(T)) * (kBN * kLd + kStages * kBM * kLd) + kStages * kBN * StagedRow<TYPE>::kBytes;
 }
 
+// With K splits and tile_counts: the CTA that finishes a tile's last split
+// adds the splits' partials (in split order, from bias, as the second kernel
+// of tile_gemm.cu does) and writes y, then sets the tile's counter back to
+// zero for the next launch. Each split's partials are written and fenced
+// before its count, so the last one reads them all (the reduction pattern
+// of CUDA's threadFenceReduction sample); they are read from L2 (ld.cg).
+template <typename T>
+__device__ __forceinline__ void sum_splits_if_last(unsigned* tile_counts, const float* partial, int64_t m0,
+                                                   int64_t n0, int64_t m, int64_t n, const float* bias, T* y) {
+  __shared__ bool last;
+  const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x, splits = gridDim.z;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&tile_counts[tile], 1u) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int idx = threadIdx.x; idx < kBM * kBN; idx += kThreads) {
+    const int64_t row = m0 + idx / kBN, col = n0 + idx % kBN;
+    if (row >= m || col >= n) continue;
+    float v = bias ? bias[col] : 0.0f;
+    for (unsigned sp = 0; sp < splits; ++sp) v += __ldcg(partial + (static_cast<int64_t>(sp) * m + row) * n + col);
+    y[row * n + col] = from_float<T>(v);
+  }
+  if (threadIdx.x == 0) tile_counts[tile] = 0;
+}
+
 template <int TYPE, typename T>
 __global__ void __launch_bounds__(kThreads, 2)
     tile_gemm_pipelined_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x,
                                int64_t m, const float* __restrict__ bias, T* __restrict__ y,
-                               float* __restrict__ partial, int steps_per_split) {
+                               float* __restrict__ partial, unsigned* __restrict__ tile_counts,
+                               int steps_per_split) {
   using R = StagedRow<TYPE>;
   static_assert(sizeof(float) * kBM * kLdC <= sizeof(T) * kBN * kLd, "results must fit the W tile");
   extern __shared__ __align__(128) uint8_t smem[];
@@ -139,14 +170,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   stash_acc(acc, warp, lane, c_s);
   __syncthreads();
   write_tile(c_s, m0, n0, m, n, bias, y, partial);
+  if (gridDim.z > 1 && tile_counts != nullptr) sum_splits_if_last(tile_counts, partial, m0, n0, m, n, bias, y);
 }
 
 }  // namespace
 
 template <typename T>
 bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
-                      const float* bias, T* y, float* partial, dim3 grid, int steps_per_split, cudaStream_t s,
-                      cudaError_t* rc) {
+                      const float* bias, T* y, float* partial, unsigned* tile_counts, dim3 grid,
+                      int steps_per_split, cudaStream_t s, cudaError_t* rc) {
   if (k % kBK != 0) return false;
   bool taken = false;
   dispatch_type(type, [&](auto tag) {
@@ -157,7 +189,7 @@ bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, con
       constexpr int kSmem = smem_bytes<kType, T>();
       *rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
       if (*rc != cudaSuccess) return;
-      kernel<<<grid, kThreads, kSmem, s>>>(w, n, k, x, m, bias, y, partial, steps_per_split);
+      kernel<<<grid, kThreads, kSmem, s>>>(w, n, k, x, m, bias, y, partial, tile_counts, steps_per_split);
       *rc = cudaGetLastError();
     }
   });
@@ -165,9 +197,10 @@ bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, con
 }
 
 template bool launch_pipelined<__half>(uint32_t, const uint8_t*, int64_t, int64_t, const __half*, int64_t,
-                                       const float*, __half*, float*, dim3, int, cudaStream_t, cudaError_t*);
+                                       const float*, __half*, float*, unsigned*, dim3, int, cudaStream_t,
+                                       cudaError_t*);
 template bool launch_pipelined<__nv_bfloat16>(uint32_t, const uint8_t*, int64_t, int64_t, const __nv_bfloat16*,
-                                              int64_t, const float*, __nv_bfloat16*, float*, dim3, int,
+                                              int64_t, const float*, __nv_bfloat16*, float*, unsigned*, dim3, int,
                                               cudaStream_t, cudaError_t*);
 
 }  // namespace aph::gguf::cuda::tile

@@ -81,10 +81,12 @@ __device__ __forceinline__ void write_tile(const float* c_s, int64_t m0, int64_t
 
 // The pipelined form (tile_gemm_pipelined.cu) for this type and shape:
 // returns false without launching when it does not take them (a type whose
-// blocks cannot be copied in 16-byte pieces, k not a multiple of kBK).
+// blocks cannot be copied in 16-byte pieces, k not a multiple of kBK). With
+// K splits and tile_counts (a zero counter for each of the grid's tiles),
+// the last split of each tile writes y itself; without, the caller sums.
 template <typename T>
 bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
-                      const float* bias, T* y, float* partial, dim3 grid, int steps_per_split, cudaStream_t s,
-                      cudaError_t* rc);
+                      const float* bias, T* y, float* partial, unsigned* tile_counts, dim3 grid,
+                      int steps_per_split, cudaStream_t s, cudaError_t* rc);
 
 }  // namespace aph::gguf::cuda::tile

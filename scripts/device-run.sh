@@ -11,7 +11,8 @@
 #              $OUT/fixtures and the tree, then the CPU oracle test on them
 #   gputests   every GPU test (ctest -L gpu) but the speed test
 #   samplers   bench_sampler_chain (64 rows x 128k vocab x 8k history)
-#   decodeops  aph_bench_decode_ops (8B bf16 linears one by one)
+#   decodeops  aph_bench_decode_ops (8B bf16 linears one by one; again under
+#              each AB_ENV setting, e.g. AB_ENV="APH_GEMV_BULK=1")
 #   gguf       aph_bench_gguf_matvec (GGUF matvec per type and shape)
 #   attention  aph_bench_attention (gguf and attention: again under each
 #              setting of AB_ENV, e.g. AB_ENV="APH_GGUF_BULK_MATVEC=1")
@@ -106,10 +107,6 @@ if want samplers; then
     record "bench_sampler_chain $ab" $? bench_samplers.txt
   done
 fi
-if want decodeops; then
-  timeout 120 $BIN/aph_bench_decode_ops > "$OUT/bench_decode_ops.txt" 2>&1
-  record aph_bench_decode_ops $? bench_decode_ops.txt
-fi
 # A bench binary as built, then again under each setting of AB_ENV (space
 # separated VAR=value), all into $OUT/OUTFILE.
 bench_under_envs() {
@@ -122,6 +119,9 @@ bench_under_envs() {
     record "$bin $ab" $? "$out"
   done
 }
+if want decodeops; then
+  bench_under_envs aph_bench_decode_ops bench_decode_ops.txt 120
+fi
 if want gguf; then
   bench_under_envs aph_bench_gguf_matvec bench_gguf_matvec.txt 120
 fi

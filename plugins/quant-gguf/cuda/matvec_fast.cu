@@ -28,7 +28,6 @@
 // stop 20's trace) no longer run. The register form measured slower that way
 // (matvec_kernel's note): each of its many CTAs quantized x with its weights
 // waiting, where a one-wave bulk CTA quantizes once while its first rows land.
-#include <cuda/ptx>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -37,6 +36,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "core/common/cuda_bulk_ring.cuh"
 #include "core/common/cuda_pdl.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
@@ -160,7 +160,6 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
   store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
 }
 
-namespace ptx = ::cuda::ptx;
 
 constexpr int kBulkWarps = 4;
 constexpr int kBulkMaxStages = 8;
@@ -204,34 +203,24 @@ __global__ void __launch_bounds__(kBulkWarps * 32)
   const int64_t rows = targets.first_cta[targets.count];
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kBulkWarps + warp;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kBulkWarps;
-  uint8_t* ring = smem + bulk_x_bytes(kRaw, 256 * nb) + static_cast<int64_t>(warp) * stages * rb;
-  if (lane == 0) {
-    for (int i = 0; i < stages; ++i) ptx::mbarrier_init(&arrived[warp][i], 1);
-    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
-  __syncwarp();
+  const cuda_bulk::WarpRing ring{smem + bulk_x_bytes(kRaw, 256 * nb) + static_cast<int64_t>(warp) * stages * rb,
+                                  arrived[warp], stages, rb};
+  ring.init(lane);
   // Lane 0: the warp's i-th row into slot i % stages.
   auto issue = [&](int64_t i) {
     const int64_t v = first + i * warps;
     if (v >= rows) return;
     int64_t row = 0;
     const MatvecTarget& t = target_at(targets, static_cast<unsigned>(v), &row);
-    uint64_t* bar = &arrived[warp][i % stages];
-    ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, bar,
-                                   static_cast<uint32_t>(rb));
-    ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, ring + (i % stages) * rb, t.w + row * rb,
-                       static_cast<uint32_t>(rb), bar);
+    ring.fill(i, t.w + row * rb, static_cast<uint32_t>(rb));
   };
   if (lane == 0)
     for (int i = 0; i < stages; ++i) issue(i);  // the weights do not wait for the producer
   const XCodes xc = matvec_x<kRaw, T>(x, 256 * nb);  // raw: the whole CTA, ending at a barrier
   for (int64_t i = 0; first + i * warps < rows; ++i) {
-    const int slot = static_cast<int>(i % stages);
-    while (!ptx::mbarrier_try_wait_parity(&arrived[warp][slot], static_cast<uint32_t>((i / stages) & 1))) {
-    }
+    const uint8_t* wrow = ring.wait(i);
     int64_t row = 0;
     const MatvecTarget& t = target_at(targets, static_cast<unsigned>(first + i * warps), &row);
-    const uint8_t* wrow = ring + slot * rb;
     float acc[1][1] = {};
     for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
       const int64_t blk = b0 + slot_l;

@@ -10,10 +10,26 @@
 #pragma once
 
 #include <cuda/ptx>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace aph::cuda_bulk {
+
+// Host: whether the current device has the copy engine's bulk copies
+// (sm_90+), asked once.
+inline bool available() {
+  static const bool yes = [] {
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return major >= 9;
+  }();
+  return yes;
+}
 
 struct WarpRing {
   uint8_t* slots;     // stages x slot_bytes of shared memory, 16-byte aligned

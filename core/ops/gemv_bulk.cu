@@ -100,20 +100,6 @@ __global__ void __launch_bounds__(kBulkThreads)
 #endif
 }
 
-// Whether the current device has the copy engine's bulk copies (sm_90+).
-bool hopper() {
-  static const bool yes = [] {
-    int device = 0, major = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    return major >= 9;
-  }();
-  return yes;
-}
-
 // CTAs of `kernel` that fit the GPU at once with `smem` bytes each (cached).
 int resident_ctas(const void* kernel, size_t smem) {
   static std::mutex mu;
@@ -166,7 +152,7 @@ bool gemv_bulk_enabled() {
 
 int gemv_bulk(const void* x, const void* w, const float* bias, void* y, int64_t n, int64_t k, int dtype,
               int y_dtype, void* stream) {
-  if (n < 1 || k < 1 || !hopper()) return static_cast<int>(cudaErrorNotSupported);
+  if (n < 1 || k < 1 || !cuda_bulk::available()) return static_cast<int>(cudaErrorNotSupported);
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0)
     return static_cast<int>(cudaErrorNotSupported);
   auto s = static_cast<cudaStream_t>(stream);

@@ -247,22 +247,6 @@ int bulk_mode() {
   return mode;
 }
 
-// Whether the current device has the copy engine's bulk copies (sm_90+).
-bool bulk_copies_available() {
-  int device = 0, major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return major >= 9;
-}
-
-bool hopper_copies() {
-  static const bool hopper = bulk_copies_available();
-  return hopper;
-}
-
 // The bulk form, or cudaErrorNotSupported on a GPU before sm_90, when a
 // target's rows are not 16-byte aligned (the copy engine needs it) or when
 // its ring does not fit.
@@ -270,7 +254,7 @@ template <class P, typename T, bool kRaw>
 cudaError_t launch_bulk(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int sm_count,
                         cudaStream_t s) {
   const int64_t rb = P::row_bytes(nb);
-  if (!hopper_copies() || rb % 16 != 0) return cudaErrorNotSupported;
+  if (!cuda_bulk::available() || rb % 16 != 0) return cudaErrorNotSupported;
   for (int i = 0; i < count; ++i)
     if (reinterpret_cast<uintptr_t>(targets[i].w) % 16 != 0) return cudaErrorNotSupported;
   const MatvecTargets ts = plan_targets(targets, count, 1);
@@ -334,7 +318,7 @@ void dispatch_fast(uint32_t type, F&& f) {
 }  // namespace
 
 bool fast_matvec_takes_raw_x(uint32_t type, int64_t k) {
-  return has_fast_matvec(type) && bulk_mode() == 2 && k % 256 == 0 && k <= kBulkRawMaxK && hopper_copies();
+  return has_fast_matvec(type) && bulk_mode() == 2 && k % 256 == 0 && k <= kBulkRawMaxK && cuda_bulk::available();
 }
 
 int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k,

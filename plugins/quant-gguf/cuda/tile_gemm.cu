@@ -206,20 +206,23 @@ template <typename T>
 cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
                          const float* bias, T* y, const TileGemmScratch& scratch, int sm_count, cudaStream_t s) {
   float* workspace = scratch.partials;
+  cudaError_t rc = cudaErrorInvalidValue;
+  if (kernel_form() == 3) {
+    int splits = 1;
+    bool summed = false;
+    if (tile::launch_pipelined(type, w, n, k, x, m, bias, y, scratch, sm_count, s, &rc, &splits, &summed)) {
+      if (rc != cudaSuccess || splits == 1 || summed) return rc;
+      sum_splits_kernel<T><<<static_cast<unsigned>(ceil_div(m * n, 256)), 256, 0, s>>>(workspace, splits, m, n,
+                                                                                        bias, y);
+      return cudaGetLastError();
+    }
+  }
   const int splits = tile_gemm_splits(n, k, m, sm_count);
   const int64_t steps = ceil_div(k, kBK);
   const int per = static_cast<int>(ceil_div(steps, splits));
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kBN)), static_cast<unsigned>(ceil_div(m, kBM)),
                   static_cast<unsigned>(splits));
-  cudaError_t rc = cudaErrorInvalidValue;
-  // The pipelined form sums a tile's splits in its last CTA when there is a
-  // counter for every tile.
-  const int64_t tiles = static_cast<int64_t>(grid.x) * grid.y;
-  unsigned* counts = tiles <= scratch.tile_count_capacity ? scratch.tile_counts : nullptr;
-  const bool pipelined = kernel_form() == 3 && tile::launch_pipelined(type, w, n, k, x, m, bias, y, workspace,
-                                                                      counts, grid, per, s, &rc);
-  if (pipelined && counts != nullptr) return rc;
-  if (!pipelined) dispatch_type(type, [&](auto tag) {
+  dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
     switch (kernel_form()) {
       case 1:

@@ -9,9 +9,12 @@
 // are copied by cp.async kStages - 1 steps ahead into a ring in shared
 // memory. A step then waits only for copies issued two steps earlier,
 // decodes W from shared memory into the BF16/F16 tile, and multiplies.
-// With K split over CTAs, the last CTA to finish a tile sums the splits'
-// partials (sum_splits_if_last), so the second kernel of tile_gemm.cu does
-// not run (224 launches a step of the 8B at m = 64).
+// K is split so that the grid is one wave (two CTAs an SM: the other
+// forms' rule, rounding up, made 320 CTAs of a 4096-row linear at m = 64,
+// one wave and a fifth at this occupancy); with K split, the last CTA to
+// finish a tile sums the splits' partials (sum_splits_if_last), so the
+// second kernel of tile_gemm.cu does not run (224 launches a step of the 8B
+// at m = 64).
 //
 // Shared memory (dynamic): the decoded tile (17 KB, then the fp32 results),
 // kStages x tiles of x (17 KB each), kStages x 64 rows of raw W (9 KB a step
@@ -21,7 +24,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 #include "core/common/cuda_async_copy.cuh"
 #include "plugins/quant-gguf/cuda/decode.cuh"
@@ -173,12 +179,37 @@ __global__ void __launch_bounds__(kThreads, 2)
   if (gridDim.z > 1 && tile_counts != nullptr) sum_splits_if_last(tile_counts, partial, m0, n0, m, n, bias, y);
 }
 
+// CTAs of `kernel` resident on one SM (cached per kernel; the smem is the
+// kernel's own constant).
+int ctas_per_sm(const void* kernel, int smem) {
+  static std::mutex mu;
+  static std::map<const void*, int> of;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = of.find(kernel);
+  if (it != of.end()) return it->second;
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem) != cudaSuccess) {
+    cudaGetLastError();
+    per_sm = 1;
+  }
+  return of[kernel] = per_sm < 1 ? 1 : per_sm;
+}
+
+// K splits for one wave: the resident CTAs over the tiles, rounded down (a
+// second, partial wave would cost a whole CTA's time), at most what
+// tile_gemm_splits sized the workspace for, and at least 1.
+int one_wave_splits(int64_t n, int64_t k, int64_t m, int sm_count, int per_sm) {
+  const int64_t tiles = (n + kBN - 1) / kBN * ((m + kBM - 1) / kBM);
+  const int64_t fit = static_cast<int64_t>(per_sm) * sm_count / tiles;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(fit, tile_gemm_splits(n, k, m, sm_count))));
+}
+
 }  // namespace
 
 template <typename T>
 bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
-                      const float* bias, T* y, float* partial, unsigned* tile_counts, dim3 grid,
-                      int steps_per_split, cudaStream_t s, cudaError_t* rc) {
+                      const float* bias, T* y, const TileGemmScratch& scratch, int sm_count, cudaStream_t s,
+                      cudaError_t* rc, int* splits, bool* summed) {
   if (k % kBK != 0) return false;
   bool taken = false;
   dispatch_type(type, [&](auto tag) {
@@ -189,7 +220,17 @@ bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, con
       constexpr int kSmem = smem_bytes<kType, T>();
       *rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
       if (*rc != cudaSuccess) return;
-      kernel<<<grid, kThreads, kSmem, s>>>(w, n, k, x, m, bias, y, partial, tile_counts, steps_per_split);
+      *splits = one_wave_splits(n, k, m, sm_count, ctas_per_sm(reinterpret_cast<const void*>(kernel), kSmem));
+      const dim3 grid(static_cast<unsigned>((n + kBN - 1) / kBN), static_cast<unsigned>((m + kBM - 1) / kBM),
+                      static_cast<unsigned>(*splits));
+      const int steps = static_cast<int>(k / kBK), per = (steps + *splits - 1) / *splits;
+      // The last CTA of a tile sums its splits when there is a counter for
+      // every tile.
+      unsigned* counts = *splits > 1 && static_cast<int64_t>(grid.x) * grid.y <= scratch.tile_count_capacity
+                             ? scratch.tile_counts
+                             : nullptr;
+      *summed = counts != nullptr;
+      kernel<<<grid, kThreads, kSmem, s>>>(w, n, k, x, m, bias, y, scratch.partials, counts, per);
       *rc = cudaGetLastError();
     }
   });
@@ -197,10 +238,10 @@ bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, con
 }
 
 template bool launch_pipelined<__half>(uint32_t, const uint8_t*, int64_t, int64_t, const __half*, int64_t,
-                                       const float*, __half*, float*, unsigned*, dim3, int, cudaStream_t,
-                                       cudaError_t*);
+                                       const float*, __half*, const TileGemmScratch&, int, cudaStream_t,
+                                       cudaError_t*, int*, bool*);
 template bool launch_pipelined<__nv_bfloat16>(uint32_t, const uint8_t*, int64_t, int64_t, const __nv_bfloat16*,
-                                              int64_t, const float*, __nv_bfloat16*, float*, unsigned*, dim3, int,
-                                              cudaStream_t, cudaError_t*);
+                                              int64_t, const float*, __nv_bfloat16*, const TileGemmScratch&, int,
+                                              cudaStream_t, cudaError_t*, int*, bool*);
 
 }  // namespace aph::gguf::cuda::tile

@@ -9,6 +9,7 @@
 
 #include "core/common/cuda_mma.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
+#include "plugins/quant-gguf/cuda/tile_gemm.hpp"
 
 namespace aph::gguf::cuda::tile {
 
@@ -81,12 +82,14 @@ __device__ __forceinline__ void write_tile(const float* c_s, int64_t m0, int64_t
 
 // The pipelined form (tile_gemm_pipelined.cu) for this type and shape:
 // returns false without launching when it does not take them (a type whose
-// blocks cannot be copied in 16-byte pieces, k not a multiple of kBK). With
-// K splits and tile_counts (a zero counter for each of the grid's tiles),
-// the last split of each tile writes y itself; without, the caller sums.
+// blocks cannot be copied in 16-byte pieces, k not a multiple of kBK).
+// Otherwise *rc is the launch's status, *splits the K splits it chose (at
+// most tile_gemm_splits', so the partials fit the workspace), and *summed
+// whether its CTAs summed them (a counter for every tile in the scratch);
+// when not, the caller sums the splits' partials.
 template <typename T>
 bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
-                      const float* bias, T* y, float* partial, unsigned* tile_counts, dim3 grid,
-                      int steps_per_split, cudaStream_t s, cudaError_t* rc);
+                      const float* bias, T* y, const TileGemmScratch& scratch, int sm_count, cudaStream_t s,
+                      cudaError_t* rc, int* splits, bool* summed);
 
 }  // namespace aph::gguf::cuda::tile

@@ -107,23 +107,26 @@ if want samplers; then
     record "bench_sampler_chain $ab" $? bench_samplers.txt
   done
 fi
-# A bench binary as built, then again under each setting of AB_ENV (space
-# separated VAR=value), all into $OUT/OUTFILE.
+# A bench binary as built, then again under each setting of the variable
+# named ENVS_VAR if it is set (GGUF_AB_ENV, ATTENTION_AB_ENV, DECODEOPS_AB_ENV:
+# one list per step keeps a call's runs within the device's limit), else of
+# AB_ENV (space separated VAR=value), all into $OUT/OUTFILE.
 bench_under_envs() {
-  local bin=$1 out=$2 limit=$3
+  local bin=$1 out=$2 limit=$3 envs_var=$4
+  local envs=${!envs_var-${AB_ENV:-}}
   timeout "$limit" "$BIN/$bin" > "$OUT/$out" 2>&1
   record "$bin" $? "$out"
-  for ab in ${AB_ENV:-}; do
+  for ab in $envs; do
     echo "==== with $ab" >> "$OUT/$out"
     (export "$ab"; timeout "$limit" "$BIN/$bin" >> "$OUT/$out" 2>&1)
     record "$bin $ab" $? "$out"
   done
 }
 if want decodeops; then
-  bench_under_envs aph_bench_decode_ops bench_decode_ops.txt 120
+  bench_under_envs aph_bench_decode_ops bench_decode_ops.txt 120 DECODEOPS_AB_ENV
 fi
 if want gguf; then
-  bench_under_envs aph_bench_gguf_matvec bench_gguf_matvec.txt 120
+  bench_under_envs aph_bench_gguf_matvec bench_gguf_matvec.txt 120 GGUF_AB_ENV
 fi
 if want hfref; then
   step "waiting for the HF references"
@@ -144,7 +147,7 @@ if want gputests; then
   grep -E "tests passed|\*\*\*|Failed|Passed" "$OUT/ctest-gpu.log" | tail -30
 fi
 if want attention; then
-  bench_under_envs aph_bench_attention bench_attention.txt 90
+  bench_under_envs aph_bench_attention bench_attention.txt 90 ATTENTION_AB_ENV
 fi
 # The RESULT lines' bandwidth column needs the copy ceiling (measured once)
 # and the bytes a step reads (bench/engine/read_bytes.py, from make_model.py's

@@ -15,7 +15,9 @@
 // tile as cp.async copies first, decodes both chunks branch-free (an
 // out-of-range row or chunk decodes a clamped one and is zeroed), so the
 // compiler can issue every weight load before any decoding, and waits for
-// the copies just before the barrier: one round trip a step.
+// the copies just before the barrier: one round trip a step. Form 3
+// (APH_GGUF_TILE_OVERLAP=3) is the pipelined kernel of
+// tile_gemm_pipelined.cu, which copies each step's inputs two steps ahead.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

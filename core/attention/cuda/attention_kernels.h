@@ -25,9 +25,10 @@ cudaError_t launch_decode(const PagedAttentionArgs& args, int splits, int32_t* c
                           cudaStream_t stream);
 
 // The same contract as launch_decode, by decode_stream.cu's kernel: each
-// warp streams its own tokens with no CTA barrier until the end. For launches
-// without thread block clusters (long contexts, several sequences).
-cudaError_t launch_decode_stream(const PagedAttentionArgs& args, int splits, int32_t* counters,
+// warp streams its own tokens with no CTA barrier until the end. With
+// `clusters` (a short sequence at small batch, decode_uses_clusters) its
+// splits merge inside a thread block cluster where the GPU places one.
+cudaError_t launch_decode_stream(const PagedAttentionArgs& args, int splits, int32_t* counters, bool clusters,
                                  cudaStream_t stream);
 
 // Flash-attention-style tiles for sequences with q_len > 1 (tensor cores).

@@ -59,12 +59,12 @@
 #include <cstdlib>
 
 #include "core/attention/cuda/attention_kernels.h"
+#include "core/attention/cuda/decode_cluster.cuh"
 #include "core/attention/cuda/decode_common.cuh"
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/decode_partition.hpp"
 #include "core/attention/split_plan.hpp"
 #include "core/common/cuda_async_copy.cuh"
-#include "core/common/cuda_cluster.hpp"
 #include "core/common/cuda_pdl.cuh"
 
 namespace aph::attention::cuda {
@@ -75,16 +75,6 @@ using cuda_async::cp_async_commit;
 using cuda_async::cp_async_wait;
 
 namespace ptx = ::cuda::ptx;  // libcu++'s PTX wrappers (st.async, mbarrier)
-
-// Thread block clusters, st.async and transaction-counted mbarriers exist
-// from sm_90. On an older GPU the host never launches a cluster
-// (cluster_size_for finds none), and the kernel compiles without those
-// paths, so that APH_RELEASE_ARCHS builds (sm_80-89) compile.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define APH_DECODE_CLUSTERS 0
-#else
-#define APH_DECODE_CLUSTERS 1
-#endif
 
 // CTA size, chosen per launch (launch_typed). At batch 1 a decode grid is a
 // few dozen CTAs, one per SM: each thread's chain of dependent shared-memory
@@ -103,7 +93,7 @@ constexpr int kNarrowThreads = 128;
 // decode 1477.7 against 1481.0 tok/s for the real Q4_1, 1498.6 against
 // 1503.8 for a random Q4_0, medians of 4 interleaved runs.)
 constexpr int kGroup = kDecodeHeadsPerCta;
-constexpr int kMaxCluster = kDecodeMaxCluster;
+[[maybe_unused]] constexpr int kMaxCluster = kDecodeMaxCluster;  // the cluster paths are sm_90 only
 template <int HD, typename KvT, int kThreads>
 struct DecodeShape {
   static constexpr int kTile = HD > 128 ? 32 : 64;  // tokens per KV tile
@@ -120,30 +110,6 @@ struct DecodeShape {
   static constexpr int kBigBytes = kKvBytes > kRedBytes ? kKvBytes : kRedBytes;
   static constexpr int kSmemBytes = kBigBytes + (kGroup * HD + kGroup * kTile + 3 * kGroup) * 4;
 };
-
-// A cluster leader's weight for each member and head, sum_j * 2^(max_j - max)
-// normalized (as the workspace merge weighs splits), into
-// w_s[g * kMaxCluster + j]; the cluster's own (max, sum) replace m_s, l_s,
-// its partial for a merge across clusters. One warp a head, lanes are
-// members; stats(j, g, m, l) reads member j's max and sum of head g.
-template <int kThreads, typename Stats>
-__device__ __forceinline__ void member_weights(int G, int members, float* w_s, float* m_s, float* l_s,
-                                               Stats stats) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (int g = warp; g < G; g += kThreads / 32) {
-    float m = -INFINITY, l = 0.0f;
-    if (lane < members) stats(lane, g, m, l);
-    const float mx = warp_max(l > 0.0f ? m : -INFINITY);
-    const float w = l > 0.0f ? l * exp2f(m - mx) : 0.0f;
-    const float total = warp_sum(w);
-    if (lane < members) w_s[g * kMaxCluster + lane] = total > 0.0f ? w / total : 0.0f;
-    __syncwarp();
-    if (lane == 0) {
-      m_s[g] = mx;
-      l_s[g] = total;
-    }
-  }
-}
 
 template <int HD, typename ActT, typename KvT, int kThreads>
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
@@ -515,16 +481,6 @@ cudaError_t sm_count_of_current_device(int* sm_count) {
   return cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, device);
 }
 
-// APH_DECODE_CLUSTER: the largest cluster (default kMaxCluster; 0 or 1 merges
-// every split through the workspace).
-int max_cluster() {
-  static const int n = [] {
-    const char* v = std::getenv("APH_DECODE_CLUSTER");
-    return v == nullptr ? kMaxCluster : std::clamp(std::atoi(v), 1, kMaxCluster);
-  }();
-  return n;
-}
-
 // APH_DECODE_PUSH_MERGE=0: a cluster's leader reads its members' partials
 // from their shared memory (two cluster barriers) instead of the members
 // sending them into its mailbox.
@@ -534,29 +490,6 @@ bool push_merge() {
     return !(v != nullptr && v[0] == '0');
   }();
   return on;
-}
-
-// The largest cluster size up to kMaxCluster that divides the split count
-// and that the device places (1: none), with the shared memory it then
-// needs: smem plus, when pushing, mail_bytes a member.
-int cluster_size_for(const void* kernel, int splits, int threads, int smem, int mail_bytes, int* cluster_smem) {
-  *cluster_smem = smem;
-  if (splits <= 1) return 1;
-  int device = 0, max_smem = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
-    return 1;
-  for (int c = std::min(splits, max_cluster()); c > 1; --c) {
-    const int need = smem + c * mail_bytes;
-    if (splits % c != 0 || need > max_smem) continue;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, need) != cudaSuccess) continue;
-    if (cuda_cluster::fits(kernel, c, threads, need)) {
-      *cluster_smem = need;
-      return c;
-    }
-  }
-  cudaGetLastError();
-  return 1;
 }
 
 template <int HD, typename ActT, typename KvT, int kThreads>
@@ -593,7 +526,7 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
 
 // APH_DECODE_STREAM: which launches take decode_stream.cu's kernel. 0 (the
 // default) none; 1 those without clusters; 2 all, a lone short sequence
-// merging its splits through the workspace instead of a cluster. Off by
+// merging its splits in a cluster as this file's kernel does. Off by
 // default until the H200 has measured it against this file's
 // (docs/PERFORMANCE.md, "Stop 24"): it was written in a session that had no
 // GPU, so only its build and the CPU test of its token partition have run.
@@ -613,7 +546,8 @@ cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* coun
   if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
   const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
   const int streaming = streaming_mode();
-  if (streaming == 2 || (streaming == 1 && !clusters)) return launch_decode_stream(a, splits, counters, stream);
+  if (streaming == 2 || (streaming == 1 && !clusters))
+    return launch_decode_stream(a, splits, counters, clusters, stream);
   return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
     return launch_typed<decltype(hd)::value, decltype(act), decltype(kv)>(a, splits, counters, clusters, stream);
   });

@@ -22,11 +22,24 @@
 // (ctx - 1) were complete before the step began, so the first kStages - 1
 // steps are issued before the wait, less the newest row, which its lane
 // copies after the wait.
+//
+// A short sequence at small batch (decode_uses_clusters) runs its splits as
+// a thread block cluster where the GPU places one, and they merge there as
+// decode.cu's push merge does: each member st.async-stores its normalized
+// output, max and sum into a mailbox in the leader's shared memory, counted
+// by the leader's transaction barrier, and leaves; the leader weighs and
+// adds them. (The workspace merge costs a global round trip and a second
+// arrival; stop 21's clock stamps put decode.cu's cluster merge, before the
+// push form, at a third of its CTA's time.)
+#include <cooperative_groups.h>
+#include <cuda/ptx>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include "core/attention/cuda/attention_kernels.h"
+#include "core/attention/cuda/decode_cluster.cuh"
 #include "core/attention/cuda/decode_common.cuh"
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/decode_partition.hpp"
@@ -99,6 +112,18 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
   if (!cta.active) return;
   const int G = cta.G, h0 = cta.h0, ctx = cta.ctx;
   const bool direct = cta.eff == 1;  // the lone split writes the output
+  // Clustered: every active member says it has started (its shared memory
+  // may take the others' stores only once it runs) and waits on that only
+  // before its first remote store, at the end.
+  [[maybe_unused]] const bool clustered = APH_DECODE_CLUSTERS && p.cluster > 1 && !direct;
+#if APH_DECODE_CLUSTERS
+  __shared__ uint64_t mail_arrived;  // the leader's: its members' stores count it down
+  if (clustered && tid == 0 && cooperative_groups::this_cluster().block_rank() == 0) {
+    ::cuda::ptx::mbarrier_init(&mail_arrived, 1);
+    ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
+  }
+  if (clustered) __cluster_barrier_arrive_relaxed();
+#endif
   WarpDeal deal;
   deal.range = decode_split_range(ctx, cta.eff, cta.split);
   deal.tokens = S::kTokens;
@@ -288,35 +313,115 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
     }
   }
   __syncthreads();
-
-  ActT* out = static_cast<ActT*>(p.out);
-  for (int i = tid; i < G * HD; i += kThreads) {
-    const int g = i / HD, d = i % HD;
+  // The CTA's max and sum of each head over its warps.
+  if (tid < G) {
     float mx = -INFINITY;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, warp_m[w][g]);
-    float o = 0.0f, sum = 0.0f;
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, warp_m[w][tid]);
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum = fmaf(warp_l[w][tid], mx == -INFINITY ? 0.0f : exp2f(warp_m[w][tid] - mx), sum);
+    m_s[tid] = mx;
+    l_s[tid] = sum;
+  }
+  __syncthreads();
+
+  ActT* out = static_cast<ActT*>(p.out);
+  // Clustered: the normalized output goes into the leader's mailbox (after
+  // the kernel's own dynamic shared memory), slot `rank`: [mail_group][HD]
+  // outputs, then mail_group maxima and sums.
+  [[maybe_unused]] float* part = nullptr;
+#if APH_DECODE_CLUSTERS
+  namespace cg = cooperative_groups;
+  namespace ptx = ::cuda::ptx;
+  float* mailbox = reinterpret_cast<float*>(smem + S::kSmemBytes);
+  const int mail_stride = p.mail_group * (HD + 2);  // floats a member
+  uint64_t* leader_arrived = nullptr;
+  const bool remote = clustered && cg::this_cluster().block_rank() != 0;
+  // A member's stores into the leader's mailbox are st.async, counted in
+  // bytes by the leader's barrier; the leader's own slot is local.
+  auto send = [&](float* dst, float v) {
+    if (remote)
+      ptx::st_async(dst, v, leader_arrived);
+    else
+      *dst = v;
+  };
+  if (clustered) {
+    cg::cluster_group cluster = cg::this_cluster();
+    part = cluster.map_shared_rank(mailbox, 0) + cluster.block_rank() * mail_stride;
+    leader_arrived = cluster.map_shared_rank(&mail_arrived, 0);
+    __cluster_barrier_wait();  // every member (the leader too) has started
+    if (tid < G) {
+      send(part + p.mail_group * HD + tid, m_s[tid]);
+      send(part + p.mail_group * HD + p.mail_group + tid, l_s[tid]);
+    }
+  }
+#else
+  auto send = [](float* dst, float v) { *dst = v; };
+#endif
+  for (int i = tid; i < G * HD; i += kThreads) {
+    const int g = i / HD, d = i % HD;
+    const float mx = m_s[g], sum = l_s[g];
+    float o = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
       const float wt = mx == -INFINITY ? 0.0f : exp2f(warp_m[w][g] - mx);
       o = fmaf(red[(w * kG + g) * HD + d], wt, o);
-      sum = fmaf(warp_l[w][g], wt, sum);
     }
     o = sum > 0.0f ? o / sum * p.v_scale : 0.0f;
     const int h = h0 + g;
-    if (d == 0) {
-      m_s[g] = mx;
-      l_s[g] = sum;
-    }
     if (direct) {
       out[(static_cast<size_t>(cta.q_tok) * p.num_heads + h) * HD + d] = from_float<ActT>(o);
+    } else if (clustered) {
+      send(part + i, o);
     } else {  // the workspace stride stays p.splits: its layout is the host's plan
       p.ws_out[((static_cast<size_t>(cta.seq) * p.num_heads + h) * p.splits + cta.split) * HD + d] = o;
     }
   }
   if (direct) return;
+  // The workspace slot of this CTA's partial (or its cluster's), and how
+  // many slots the last arrival merges.
+  int slot = cta.split, n_slots = cta.eff;
+#if APH_DECODE_CLUSTERS
+  if (clustered) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = static_cast<int>(cluster.block_rank());
+    // A member may leave at once: st.async carries its values from
+    // registers, and the leader, whose memory they land in, stays until its
+    // barrier has counted every byte.
+    if (rank != 0) return;
+    const int first = cta.split;  // the leader is its cluster's first split
+    const int members = min(p.cluster, cta.eff - first);
+    const int n_clusters = (cta.eff + p.cluster - 1) / p.cluster;
+    slot = first / p.cluster;
+    n_slots = n_clusters;
+    __syncthreads();  // the leader's own slot
+    if (tid == 0)
+      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &mail_arrived,
+                                     static_cast<uint32_t>((members - 1) * (G * HD + 2 * G) * sizeof(float)));
+    while (!ptx::mbarrier_try_wait_parity(ptx::sem_acquire, ptx::scope_cluster, &mail_arrived, 0u)) {
+    }
+    __shared__ float w_s[kDecodeHeadsPerCta * kDecodeMaxCluster];
+    // The cluster's (max, sum) replace m_s, l_s for a merge across clusters.
+    member_weights<kThreads>(G, members, w_s, m_s, l_s, [&](int j, int g, float& m, float& l) {
+      m = mailbox[j * mail_stride + p.mail_group * HD + g];
+      l = mailbox[j * mail_stride + p.mail_group * HD + p.mail_group + g];
+    });
+    __syncthreads();
+    for (int i = tid; i < G * HD; i += kThreads) {
+      const int g = i / HD, h = h0 + g;
+      float o = 0.0f;
+      for (int j = 0; j < members; ++j) o = fmaf(w_s[g * kDecodeMaxCluster + j], mailbox[j * mail_stride + i], o);
+      if (n_clusters == 1)
+        out[(static_cast<size_t>(cta.q_tok) * p.num_heads + h) * HD + i % HD] = from_float<ActT>(o);
+      else
+        p.ws_out[((static_cast<size_t>(cta.seq) * p.num_heads + h) * p.splits + slot) * HD + i % HD] = o;
+    }
+    if (n_clusters == 1) return;
+  }
+#endif
   __syncthreads();  // m_s and l_s; red is free for the merge's weights
-  publish_and_merge<HD, ActT, kThreads>(p, cta.seq, cta.q_tok, h0, G, cta.split, cta.eff, m_s, l_s, red, inv_s);
+  publish_and_merge<HD, ActT, kThreads>(p, cta.seq, cta.q_tok, h0, G, slot, n_slots, m_s, l_s, red, inv_s);
 }
 
 // APH_DECODE_STREAM_SPLIT_TOKENS: the most tokens a split of this kernel
@@ -333,27 +438,37 @@ int min_split_tokens() {
 }
 
 template <int HD, typename ActT, typename KvT, int kG>
-cudaError_t launch_grouped(const PagedAttentionArgs& a, int splits, int32_t* counters, cudaStream_t stream) {
+cudaError_t launch_grouped(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
+                           cudaStream_t stream) {
   constexpr int smem = StreamShape<HD, KvT, kG>::kSmemBytes;
   auto kernel = decode_stream_kernel<HD, ActT, KvT, kG>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
   p.min_split_tokens = min_split_tokens();
+  p.push_merge = true;  // the only cluster merge this kernel has
+  p.mail_group = std::min(kDecodeHeadsPerCta, p.group);
+  const int mail_bytes = p.mail_group * (HD + 2) * static_cast<int>(sizeof(float));
+  int launch_smem = smem;
+  p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem, mail_bytes,
+                                          &launch_smem)
+                       : 1;
   const dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
-  return cuda_pdl::launch_dependent(kernel, grid, dim3(kThreads), smem, stream, p);
+  return cuda_pdl::launch_dependent_clustered(kernel, grid, dim3(kThreads), launch_smem, stream,
+                                              static_cast<unsigned>(p.cluster), p);
 }
 
 }  // namespace
 
-cudaError_t launch_decode_stream(const PagedAttentionArgs& a, int splits, int32_t* counters, cudaStream_t stream) {
+cudaError_t launch_decode_stream(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
+                                 cudaStream_t stream) {
   const bool small_group = a.num_heads / a.layout.num_kv_heads <= 4;
   return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
     constexpr int HD = decltype(hd)::value;
     using ActT = decltype(act);
     using KvT = decltype(kv);
-    return small_group ? launch_grouped<HD, ActT, KvT, 4>(a, splits, counters, stream)
-                       : launch_grouped<HD, ActT, KvT, kDecodeHeadsPerCta>(a, splits, counters, stream);
+    return small_group ? launch_grouped<HD, ActT, KvT, 4>(a, splits, counters, clusters, stream)
+                       : launch_grouped<HD, ActT, KvT, kDecodeHeadsPerCta>(a, splits, counters, clusters, stream);
   });
 }
 

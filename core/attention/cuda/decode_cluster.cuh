@@ -1,0 +1,87 @@
+// What both decode kernels (decode.cu, decode_stream.cu) use to merge a
+// short sequence's splits inside a thread block cluster instead of through
+// the workspace: the cluster size a launch gets, and the leader's weights
+// for its members' partials.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "core/attention/cuda/decode_common.cuh"
+#include "core/attention/split_plan.hpp"
+#include "core/common/cuda_cluster.hpp"
+
+// Thread block clusters, st.async and transaction-counted mbarriers exist
+// from sm_90. On an older GPU the host never launches a cluster
+// (cluster_size_for finds none), and the kernels compile without those
+// paths, so that APH_RELEASE_ARCHS builds (sm_80-89) compile.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define APH_DECODE_CLUSTERS 0
+#else
+#define APH_DECODE_CLUSTERS 1
+#endif
+
+namespace aph::attention::cuda {
+
+// A cluster leader's weight for each member and head, sum_j * 2^(max_j - max)
+// normalized (as the workspace merge weighs splits), into
+// w_s[g * kDecodeMaxCluster + j]; the cluster's own (max, sum) replace m_s,
+// l_s, its partial for a merge across clusters. One warp a head, lanes are
+// members; stats(j, g, m, l) reads member j's max and sum of head g.
+template <int kThreads, typename Stats>
+__device__ __forceinline__ void member_weights(int G, int members, float* w_s, float* m_s, float* l_s,
+                                               Stats stats) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int g = warp; g < G; g += kThreads / 32) {
+    float m = -INFINITY, l = 0.0f;
+    if (lane < members) stats(lane, g, m, l);
+    const float mx = warp_max(l > 0.0f ? m : -INFINITY);
+    const float w = l > 0.0f ? l * exp2f(m - mx) : 0.0f;
+    const float total = warp_sum(w);
+    if (lane < members) w_s[g * kDecodeMaxCluster + lane] = total > 0.0f ? w / total : 0.0f;
+    __syncwarp();
+    if (lane == 0) {
+      m_s[g] = mx;
+      l_s[g] = total;
+    }
+  }
+}
+
+// APH_DECODE_CLUSTER: the largest cluster (default kDecodeMaxCluster; 0 or 1
+// merges every split through the workspace).
+inline int max_cluster() {
+  static const int n = [] {
+    const char* v = std::getenv("APH_DECODE_CLUSTER");
+    return v == nullptr ? kDecodeMaxCluster : std::clamp(std::atoi(v), 1, kDecodeMaxCluster);
+  }();
+  return n;
+}
+
+// The largest cluster size up to kDecodeMaxCluster that divides the split
+// count and that the device places (1: none), with the shared memory it then
+// needs: smem plus, when pushing, mail_bytes a member.
+inline int cluster_size_for(const void* kernel, int splits, int threads, int smem, int mail_bytes,
+                            int* cluster_smem) {
+  *cluster_smem = smem;
+  if (splits <= 1) return 1;
+  int device = 0, max_smem = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
+    return 1;
+  for (int c = std::min(splits, max_cluster()); c > 1; --c) {
+    const int need = smem + c * mail_bytes;
+    if (splits % c != 0 || need > max_smem) continue;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, need) != cudaSuccess) continue;
+    if (cuda_cluster::fits(kernel, c, threads, need)) {
+      *cluster_smem = need;
+      return c;
+    }
+  }
+  cudaGetLastError();
+  return 1;
+}
+
+}  // namespace aph::attention::cuda

@@ -355,29 +355,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   namespace cg = cooperative_groups;
   float* mailbox = reinterpret_cast<float*>(smem + S::kSmemBytes);
   const int mail_stride = p.mail_group * (HD + 2);  // floats a member
-  // A member's stores into the leader's mailbox are st.async, counted in
-  // bytes by the leader's transaction barrier: no release fence (a cluster
-  // barrier's release arrive compiles to MEMBAR.ALL.GPU) and no second
-  // barrier phase. The leader's own slot is local.
-  uint64_t* leader_arrived = nullptr;
-  const bool remote = pushing && cg::this_cluster().block_rank() != 0;
-  auto send = [&](float* dst, float v) {
-    if (remote)
-      ptx::st_async(dst, v, leader_arrived);
-    else
-      *dst = v;
-  };
+  MailboxSlot mail;  // not pushing: stores stay local
   if (pushing) {
-    cg::cluster_group cluster = cg::this_cluster();
-    const int rank = static_cast<int>(cluster.block_rank());
-    part = cluster.map_shared_rank(mailbox, 0) + rank * mail_stride;
-    leader_arrived = cluster.map_shared_rank(&mail_arrived, 0);
-    __cluster_barrier_wait();  // every member (the leader too) has started
-    if (tid < G) {
-      send(part + p.mail_group * HD + tid, m_s[tid]);
-      send(part + p.mail_group * HD + p.mail_group + tid, l_s[tid]);
-    }
+    mail = join_mailbox<HD>(mailbox, &mail_arrived, p.mail_group, G, m_s, l_s);
+    part = mail.part;
   }
+  auto send = [&](float* dst, float v) { mail.send(dst, v); };
 #else
   auto send = [](float* dst, float v) { *dst = v; };
 #endif

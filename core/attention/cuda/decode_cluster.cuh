@@ -4,6 +4,8 @@
 // for its members' partials.
 #pragma once
 
+#include <cooperative_groups.h>
+#include <cuda/ptx>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,6 +51,50 @@ __device__ __forceinline__ void member_weights(int G, int members, float* w_s, f
     }
   }
 }
+
+#if APH_DECODE_CLUSTERS
+// A cluster member's side of the push merge: its slot in the leader's
+// mailbox, mail_stride floats ([mail_group][HD] outputs, then mail_group
+// maxima and sums), and its stores there. A member's stores are st.async,
+// counted in bytes by the leader's transaction barrier: no release fence (a
+// cluster barrier's release arrive compiles to MEMBAR.ALL.GPU) and no second
+// barrier phase. The leader's own slot is local.
+struct MailboxSlot {
+  float* part = nullptr;
+  uint64_t* leader_arrived = nullptr;
+  bool remote = false;
+  __device__ __forceinline__ void send(float* dst, float v) const {
+    if (remote)
+      ::cuda::ptx::st_async(dst, v, leader_arrived);
+    else
+      *dst = v;
+  }
+};
+
+// Joins the push merge of a CTA launched in a cluster whose every active
+// member arrived on the cluster barrier at its start: waits for every member
+// (the leader too) to have started, sends the CTA's max and sum of its G
+// heads (m_s, l_s: shared) and returns its slot, into which the CTA then
+// sends its [G][HD] output.
+template <int HD>
+__device__ __forceinline__ MailboxSlot join_mailbox(float* mailbox, uint64_t* mail_arrived, int mail_group, int G,
+                                                    const float* m_s, const float* l_s) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  MailboxSlot s;
+  const int rank = static_cast<int>(cluster.block_rank());
+  s.remote = rank != 0;
+  s.part = cluster.map_shared_rank(mailbox, 0) + rank * mail_group * (HD + 2);
+  s.leader_arrived = cluster.map_shared_rank(mail_arrived, 0);
+  __cluster_barrier_wait();
+  const int tid = threadIdx.x;
+  if (tid < G) {
+    s.send(s.part + mail_group * HD + tid, m_s[tid]);
+    s.send(s.part + mail_group * HD + mail_group + tid, l_s[tid]);
+  }
+  return s;
+}
+#endif
 
 // APH_DECODE_CLUSTER: the largest cluster (default kDecodeMaxCluster; 0 or 1
 // merges every split through the workspace).

@@ -336,26 +336,12 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
   namespace ptx = ::cuda::ptx;
   float* mailbox = reinterpret_cast<float*>(smem + S::kSmemBytes);
   const int mail_stride = p.mail_group * (HD + 2);  // floats a member
-  uint64_t* leader_arrived = nullptr;
-  const bool remote = clustered && cg::this_cluster().block_rank() != 0;
-  // A member's stores into the leader's mailbox are st.async, counted in
-  // bytes by the leader's barrier; the leader's own slot is local.
-  auto send = [&](float* dst, float v) {
-    if (remote)
-      ptx::st_async(dst, v, leader_arrived);
-    else
-      *dst = v;
-  };
+  MailboxSlot mail;  // not clustered: stores stay local
   if (clustered) {
-    cg::cluster_group cluster = cg::this_cluster();
-    part = cluster.map_shared_rank(mailbox, 0) + cluster.block_rank() * mail_stride;
-    leader_arrived = cluster.map_shared_rank(&mail_arrived, 0);
-    __cluster_barrier_wait();  // every member (the leader too) has started
-    if (tid < G) {
-      send(part + p.mail_group * HD + tid, m_s[tid]);
-      send(part + p.mail_group * HD + p.mail_group + tid, l_s[tid]);
-    }
+    mail = join_mailbox<HD>(mailbox, &mail_arrived, p.mail_group, G, m_s, l_s);
+    part = mail.part;
   }
+  auto send = [&](float* dst, float v) { mail.send(dst, v); };
 #else
   auto send = [](float* dst, float v) { *dst = v; };
 #endif

@@ -507,16 +507,18 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
   return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, clusters, stream);
 }
 
-// APH_DECODE_STREAM: which launches take decode_stream.cu's kernel. 0 (the
-// default) none; 1 those without clusters; 2 all, a lone short sequence
-// merging its splits in a cluster as this file's kernel does. Off by
-// default until the H200 has measured it against this file's
-// (docs/PERFORMANCE.md, "Stop 24"): it was written in a session that had no
-// GPU, so only its build and the CPU test of its token partition have run.
+// APH_DECODE_STREAM: which launches take decode_stream.cu's kernel. 0 none;
+// 1 (the default) those without clusters; 2 all, a lone short sequence
+// merging its splits in a cluster as this file's kernel does. H200 (stop
+// 25, docs/PERFORMANCE.md), engine, random 8B, medians of 2 on one machine,
+// 0 / 1 / 2: Q4_K_M at 8k context 343.5 / 369.8 / 369.4 tok/s, after 512
+// 432.1 / 432.1 / 435.8; bf16 at 8k 197.8 / 207.1 / 206.9, after 512
+// 214.5 / 214.6 / 215.6; Q4_K_M x64 (one run) 4177.0 / 4339.5 with 1; the
+// 135M after 512 1717.3 with 0 against 1693.5 with 2.
 int streaming_mode() {
   static const int mode = [] {
     const char* v = std::getenv("APH_DECODE_STREAM");
-    return v == nullptr ? 0 : std::clamp(std::atoi(v), 0, 2);
+    return v == nullptr ? 1 : std::clamp(std::atoi(v), 0, 2);
   }();
   return mode;
 }

@@ -6,8 +6,8 @@
 // memory and (into BF16, ptxas) 128 registers a thread for Q4_K, 168 for
 // Q6_K, so four or three share an SM and hide each other's loads.
 //
-// How a step's loads wait (kForm >= 1, APH_GGUF_TILE_OVERLAP=1 or 2; off
-// until measured on the H200, stop 24 had no GPU): in the SASS of the plain form
+// How a step's loads wait (kForm >= 1, APH_GGUF_TILE_OVERLAP=1 or 2; form 2
+// is the default since stop 25 measured it, kernel_form()): in the SASS of the plain form
 // (cuobjdump, sm_90, Q4_K into BF16: 787 instructions a step) a thread's
 // second chunk's loads issue only after its first chunk is decoded, behind
 // the guard's branch, and the x tile's loads only after both, so a step waits
@@ -195,11 +195,17 @@ __global__ void sum_splits_kernel(const float* __restrict__ partial, int splits,
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // APH_GGUF_TILE_OVERLAP: the kernel's form (kForm, or 3 for the pipelined
-// kernel where it takes the type and shape; 0 by default).
+// kernel where it takes the type and shape); 2 by default. H200 (stop 25),
+// aph_bench_gguf_matvec at m = 64, forms 0 / 2 / 3, us: Q4_K 4096x4096
+// 31.0 / 26.3 / 33.5, 1024x4096 16.2 / 13.4 / 23.9, 14336x4096
+// 89.1 / 69.7 / 65.2, 4096x14336 90.3 / 70.2 / 71.8; Q6_K 1024x4096
+// 16.5 / 15.2 / 24.2, 4096x14336 98.0 / 84.6 / 80.4. Engine, random 8B
+// Q4_K_M x64 (with streaming decode attention, one run each): 4339.5 /
+// 5237.2 / 4929.1 tok/s.
 int kernel_form() {
   static const int form = [] {
     const char* v = std::getenv("APH_GGUF_TILE_OVERLAP");
-    return v == nullptr ? 0 : std::clamp(std::atoi(v), 0, 3);
+    return v == nullptr ? 2 : std::clamp(std::atoi(v), 0, 3);
   }();
   return form;
 }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -256,7 +257,10 @@ int main() {
         {"prefill 512 tokens   kv=fp8 ", 1, 512, 512, APH_DTYPE_F8_E4M3, 0},
     };
     double us_8k_f16 = 0, us_8k_fp8 = 0;
+    // APH_BENCH_ONLY: only the cases whose name holds it (one shape for a profiler).
+    const char* only = std::getenv("APH_BENCH_ONLY");
     for (const Case& c : cases) {
+      if (only != nullptr && std::strstr(c.name, only) == nullptr) continue;
       Result r = run_case(c.batch, c.q_len, c.ctx, c.kv, ws, ws_bytes, c.plan_ctx);
       const double gbs = r.kv_bytes / (r.us * 1e-6) / 1e9;
       if (c.q_len == 1) {

@@ -104,6 +104,9 @@ void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
               form ? form : "unset", ceilings.bf16_flops / 1e12);
   std::printf("%-6s %-16s %3s %6s %9s %9s %8s\n", "type", "[N x K]", "M", "splits", "us", "TFLOP/s", "of bf16");
   for (const Case& c : cases) {
+    char shape[32];
+    std::snprintf(shape, sizeof shape, "[%lld x %lld]", static_cast<long long>(c.n), static_cast<long long>(c.k));
+    if (!aph::bench::case_wanted((std::string(c.type_name) + " " + shape).c_str())) continue;
     size_t bytes = 0;
     std::vector<uint8_t*> w = weight_copies(c.type, c.n, c.k, &bytes);
     if (w.empty()) continue;
@@ -124,8 +127,6 @@ void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
                 "tile GEMM");
     });
     const double flops = 2.0 * c.m * c.n * c.k / (ms * 1e-3);
-    char shape[32];
-    std::snprintf(shape, sizeof shape, "[%lld x %lld]", static_cast<long long>(c.n), static_cast<long long>(c.k));
     std::printf("%-6s %-16s %3lld %6d %9.1f %9.1f %7.1f%%\n", c.type_name, shape, static_cast<long long>(c.m),
                 aph::gguf::cuda::tile_gemm_splits(c.n, c.k, c.m, sm_count), ms * 1e3, flops / 1e12,
                 ceilings.bf16_flops > 0 ? 100 * flops / ceilings.bf16_flops : 0.0);
@@ -179,6 +180,9 @@ int run(double copy_gbps) {
   std::printf("%-6s %-16s %2s %9s %9s %8s  %9s %8s  %9s %8s\n", "type", "[N x K]", "M", "us", "GB/s", "of copy",
               "+quant us", "of copy", "in-CTA us", "of copy");
   for (const Case& c : cases) {
+    char shape[32];
+    std::snprintf(shape, sizeof shape, "[%lld x %lld]", static_cast<long long>(c.n), static_cast<long long>(c.k));
+    if (!aph::bench::case_wanted((std::string(c.type_name) + " " + shape).c_str())) continue;
     size_t bytes = 0;
     std::vector<uint8_t*> w = weight_copies(c.type, c.n, c.k, &bytes);
     if (w.empty()) continue;
@@ -209,8 +213,6 @@ int run(double copy_gbps) {
                                                  sm_count, stream),
                   "matvec (raw x)");
       });
-    char shape[32];
-    std::snprintf(shape, sizeof shape, "[%lld x %lld]", static_cast<long long>(c.n), static_cast<long long>(c.k));
     std::printf("%-6s %-16s %2lld %9.1f %9.0f %7.0f%%  %9.1f %7.0f%%", c.type_name, shape,
                 static_cast<long long>(c.m), ms * 1e3, bytes / (ms * 1e6), 100 * bytes / (ms * 1e6) / copy_gbps,
                 pair_ms * 1e3, 100 * bytes / (pair_ms * 1e6) / copy_gbps);

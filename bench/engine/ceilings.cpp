@@ -1,6 +1,8 @@
 #include "ceilings.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/common/error.hpp"
@@ -96,6 +98,11 @@ Ceilings measure_ceilings() {
 #else
 Ceilings measure_ceilings() { return {}; }
 #endif
+
+bool case_wanted(const char* label) {
+  const char* only = std::getenv("APH_BENCH_ONLY");
+  return only == nullptr || std::strstr(label, only) != nullptr;
+}
 
 int bench_main(int argc, char** argv, const char* name, const std::function<int(double)>& run) {
   try {

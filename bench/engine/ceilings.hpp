@@ -23,4 +23,8 @@ int bench_main(int argc, char** argv, const char* name, const std::function<int(
 // around them), after one warm-up run. Only in builds with CUDA.
 double time_stream_ms(void* stream, int iters, const std::function<void()>& body);
 
+// Whether a case runs: APH_BENCH_ONLY unset, or a substring of its label
+// (so a profiler can take one shape's launches, e.g. "Q4_K [14336 x 4096]").
+bool case_wanted(const char* label);
+
 }  // namespace aph::bench

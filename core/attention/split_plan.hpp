@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 namespace aph::attention {
 
@@ -17,6 +18,15 @@ inline constexpr int32_t kDecodeTargetCtas = 512;
 // context) gives each split at least this many tokens: at 8k context on the
 // H200 (8B Q4_K_M), 64 splits of 128 tokens gave 249.5 tok/s, 32 of 256 276.0.
 inline constexpr int32_t kDecodeMinPartition = 256;
+// APH_DECODE_MIN_PARTITION overrides it (docs/CONFIG.md), for measuring.
+inline int32_t decode_min_partition() {
+  static const int32_t tokens = [] {
+    const char* v = std::getenv("APH_DECODE_MIN_PARTITION");
+    const int t = v == nullptr ? 0 : std::atoi(v);
+    return t > 0 ? static_cast<int32_t>(t) : kDecodeMinPartition;
+  }();
+  return tokens;
+}
 // On the device a sequence uses only as many of the grid's splits as keep
 // each at most this many tokens (one KV tile), so none is a sliver
 // (decode_partition.hpp). A CTA's time is mostly
@@ -55,7 +65,7 @@ inline int32_t decode_head_ctas(int32_t num_heads, int32_t num_kv_heads) {
 inline int32_t decode_splits(int32_t n_seqs, int32_t head_ctas, int32_t max_context_len) {
   int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(n_seqs) * head_ctas);
   int32_t s = ceil_div(kDecodeTargetCtas, ctas);
-  s = std::min(s, ceil_div(std::max(max_context_len, 1), kDecodeMinPartition));
+  s = std::min(s, ceil_div(std::max(max_context_len, 1), decode_min_partition()));
   return std::clamp(s, 1, kDecodeMaxSplits);
 }
 

@@ -1,7 +1,7 @@
 // Tensor-core fragments by PTX (sm_80+): ldmatrix loads of 8x8 tiles from
 // shared memory and the m16n8k16 MMA with fp32 accumulators, for the
 // kernels that lay their operands out themselves (the prefill attention,
-// the GGUF tile GEMM). Header-only: core kernels and plugins include it.
+// the GGUF tile GEMM, the tensor-core decode attention). Header-only: core kernels and plugins include it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -39,6 +39,28 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+}
+
+// The same, each tile transposed: r[i] holds tile i's columns as rows (lane l
+// gets column l / 4, rows 2 (l % 4) and +1), so a row-major tile in shared
+// memory serves as the column-major operand.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// Two floats as the 16-bit pair an MMA operand register holds (lo first).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
 }
 
 }  // namespace aph::cuda_mma

@@ -31,6 +31,14 @@ cudaError_t launch_decode(const PagedAttentionArgs& args, int splits, int32_t* c
 cudaError_t launch_decode_stream(const PagedAttentionArgs& args, int splits, int32_t* counters, bool clusters,
                                  cudaStream_t stream);
 
+// The same contract again, by decode_mma.cu's kernel: each warp streams its
+// own 16-token steps and multiplies them on tensor cores. cudaErrorNotSupported
+// (nothing launched) for what it does not take: a cache type other than the
+// activations' 16-bit one, head sizes past 128 or not multiples of 16, blocks
+// of fewer than 16 tokens.
+cudaError_t launch_decode_mma(const PagedAttentionArgs& args, int splits, int32_t* counters, bool clusters,
+                              cudaStream_t stream);
+
 // Flash-attention-style tiles for sequences with q_len > 1 (tensor cores).
 cudaError_t launch_prefill(const PagedAttentionArgs& args, cudaStream_t stream);
 

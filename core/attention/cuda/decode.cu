@@ -523,6 +523,17 @@ int streaming_mode() {
   return mode;
 }
 
+// APH_DECODE_MMA: which launches try decode_mma.cu's tensor-core kernel
+// first (those it does not take keep the others). 0 none; 1 those that
+// APH_DECODE_STREAM gives the streaming kernel; 2 all.
+int mma_mode() {
+  static const int mode = [] {
+    const char* v = std::getenv("APH_DECODE_MMA");
+    return v == nullptr ? 0 : std::clamp(std::atoi(v), 0, 2);
+  }();
+  return mode;
+}
+
 }  // namespace
 
 cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* counters,
@@ -531,8 +542,13 @@ cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* coun
   if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
   const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
   const int streaming = streaming_mode();
-  if (streaming == 2 || (streaming == 1 && !clusters))
-    return launch_decode_stream(a, splits, counters, clusters, stream);
+  const bool stream_takes = streaming == 2 || (streaming == 1 && !clusters);
+  const int mma = mma_mode();
+  if (mma == 2 || (mma == 1 && stream_takes)) {
+    const cudaError_t e = launch_decode_mma(a, splits, counters, clusters, stream);
+    if (e != cudaErrorNotSupported) return e;
+  }
+  if (stream_takes) return launch_decode_stream(a, splits, counters, clusters, stream);
   return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
     return launch_typed<decltype(hd)::value, decltype(act), decltype(kv)>(a, splits, counters, clusters, stream);
   });

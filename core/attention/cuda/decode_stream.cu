@@ -31,8 +31,6 @@
 // adds them. (The workspace merge costs a global round trip and a second
 // arrival; stop 21's clock stamps put decode.cu's cluster merge, before the
 // push form, at a third of its CTA's time.)
-#include <cooperative_groups.h>
-#include <cuda/ptx>
 
 #include <algorithm>
 #include <cmath>
@@ -41,6 +39,7 @@
 #include "core/attention/cuda/attention_kernels.h"
 #include "core/attention/cuda/decode_cluster.cuh"
 #include "core/attention/cuda/decode_common.cuh"
+#include "core/attention/cuda/decode_tail.cuh"
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/decode_partition.hpp"
 #include "core/attention/split_plan.hpp"
@@ -102,7 +101,6 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
   using S = StreamShape<HD, KvT, kG>;
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ float warp_m[kWarps][kG], warp_l[kWarps][kG];
-  __shared__ float m_s[kG], l_s[kG], inv_s[kDecodeHeadsPerCta];
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int grp = lane / S::kLanes, c = lane % S::kLanes;
@@ -112,18 +110,10 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
   if (!cta.active) return;
   const int G = cta.G, h0 = cta.h0, ctx = cta.ctx;
   const bool direct = cta.eff == 1;  // the lone split writes the output
-  // Clustered: every active member says it has started (its shared memory
-  // may take the others' stores only once it runs) and waits on that only
-  // before its first remote store, at the end.
-  [[maybe_unused]] const bool clustered = APH_DECODE_CLUSTERS && p.cluster > 1 && !direct;
-#if APH_DECODE_CLUSTERS
-  __shared__ uint64_t mail_arrived;  // the leader's: its members' stores count it down
-  if (clustered && tid == 0 && cooperative_groups::this_cluster().block_rank() == 0) {
-    ::cuda::ptx::mbarrier_init(&mail_arrived, 1);
-    ::cuda::ptx::fence_mbarrier_init(::cuda::ptx::sem_release, ::cuda::ptx::scope_cluster);
-  }
-  if (clustered) __cluster_barrier_arrive_relaxed();
-#endif
+  const bool clustered = APH_DECODE_CLUSTERS && p.cluster > 1 && !direct;
+  __shared__ uint64_t mail_arrived;  // a cluster leader's: its members' stores count it down
+  uint64_t* const mail_arrived_ptr = &mail_arrived;
+  start_cluster_merge(mail_arrived_ptr, clustered);
   WarpDeal deal;
   deal.range = decode_split_range(ctx, cta.eff, cta.split);
   deal.tokens = S::kTokens;
@@ -313,101 +303,8 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
     }
   }
   __syncthreads();
-  // The CTA's max and sum of each head over its warps.
-  if (tid < G) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, warp_m[w][tid]);
-    float sum = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) sum = fmaf(warp_l[w][tid], mx == -INFINITY ? 0.0f : exp2f(warp_m[w][tid] - mx), sum);
-    m_s[tid] = mx;
-    l_s[tid] = sum;
-  }
-  __syncthreads();
-
-  ActT* out = static_cast<ActT*>(p.out);
-  // Clustered: the normalized output goes into the leader's mailbox (after
-  // the kernel's own dynamic shared memory), slot `rank`: [mail_group][HD]
-  // outputs, then mail_group maxima and sums.
-  [[maybe_unused]] float* part = nullptr;
-#if APH_DECODE_CLUSTERS
-  namespace cg = cooperative_groups;
-  namespace ptx = ::cuda::ptx;
-  float* mailbox = reinterpret_cast<float*>(smem + S::kSmemBytes);
-  const int mail_stride = p.mail_group * (HD + 2);  // floats a member
-  MailboxSlot mail;  // not clustered: stores stay local
-  if (clustered) {
-    mail = join_mailbox<HD>(mailbox, &mail_arrived, p.mail_group, G, m_s, l_s);
-    part = mail.part;
-  }
-  auto send = [&](float* dst, float v) { mail.send(dst, v); };
-#else
-  auto send = [](float* dst, float v) { *dst = v; };
-#endif
-  for (int i = tid; i < G * HD; i += kThreads) {
-    const int g = i / HD, d = i % HD;
-    const float mx = m_s[g], sum = l_s[g];
-    float o = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float wt = mx == -INFINITY ? 0.0f : exp2f(warp_m[w][g] - mx);
-      o = fmaf(red[(w * kG + g) * HD + d], wt, o);
-    }
-    o = sum > 0.0f ? o / sum * p.v_scale : 0.0f;
-    const int h = h0 + g;
-    if (direct) {
-      out[(static_cast<size_t>(cta.q_tok) * p.num_heads + h) * HD + d] = from_float<ActT>(o);
-    } else if (clustered) {
-      send(part + i, o);
-    } else {  // the workspace stride stays p.splits: its layout is the host's plan
-      p.ws_out[((static_cast<size_t>(cta.seq) * p.num_heads + h) * p.splits + cta.split) * HD + d] = o;
-    }
-  }
-  if (direct) return;
-  // The workspace slot of this CTA's partial (or its cluster's), and how
-  // many slots the last arrival merges.
-  int slot = cta.split, n_slots = cta.eff;
-#if APH_DECODE_CLUSTERS
-  if (clustered) {
-    cg::cluster_group cluster = cg::this_cluster();
-    const int rank = static_cast<int>(cluster.block_rank());
-    // A member may leave at once: st.async carries its values from
-    // registers, and the leader, whose memory they land in, stays until its
-    // barrier has counted every byte.
-    if (rank != 0) return;
-    const int first = cta.split;  // the leader is its cluster's first split
-    const int members = min(p.cluster, cta.eff - first);
-    const int n_clusters = (cta.eff + p.cluster - 1) / p.cluster;
-    slot = first / p.cluster;
-    n_slots = n_clusters;
-    __syncthreads();  // the leader's own slot
-    if (tid == 0)
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &mail_arrived,
-                                     static_cast<uint32_t>((members - 1) * (G * HD + 2 * G) * sizeof(float)));
-    while (!ptx::mbarrier_try_wait_parity(ptx::sem_acquire, ptx::scope_cluster, &mail_arrived, 0u)) {
-    }
-    __shared__ float w_s[kDecodeHeadsPerCta * kDecodeMaxCluster];
-    // The cluster's (max, sum) replace m_s, l_s for a merge across clusters.
-    member_weights<kThreads>(G, members, w_s, m_s, l_s, [&](int j, int g, float& m, float& l) {
-      m = mailbox[j * mail_stride + p.mail_group * HD + g];
-      l = mailbox[j * mail_stride + p.mail_group * HD + p.mail_group + g];
-    });
-    __syncthreads();
-    for (int i = tid; i < G * HD; i += kThreads) {
-      const int g = i / HD, h = h0 + g;
-      float o = 0.0f;
-      for (int j = 0; j < members; ++j) o = fmaf(w_s[g * kDecodeMaxCluster + j], mailbox[j * mail_stride + i], o);
-      if (n_clusters == 1)
-        out[(static_cast<size_t>(cta.q_tok) * p.num_heads + h) * HD + i % HD] = from_float<ActT>(o);
-      else
-        p.ws_out[((static_cast<size_t>(cta.seq) * p.num_heads + h) * p.splits + slot) * HD + i % HD] = o;
-    }
-    if (n_clusters == 1) return;
-  }
-#endif
-  __syncthreads();  // m_s and l_s; red is free for the merge's weights
-  publish_and_merge<HD, ActT, kThreads>(p, cta.seq, cta.q_tok, h0, G, slot, n_slots, m_s, l_s, red, inv_s);
+  finish_decode_cta<HD, ActT, kG, kWarps>(p, cta, red, warp_m, warp_l, reinterpret_cast<float*>(smem + S::kSmemBytes),
+                                         mail_arrived_ptr, clustered);
 }
 
 // APH_DECODE_STREAM_SPLIT_TOKENS: the most tokens a split of this kernel

@@ -363,6 +363,21 @@ TEST(PagedAttentionGpuShapes, BlockSizes) {
   }
 }
 
+// 16-bit caches with blocks of other sizes: the tensor-core decode kernel
+// (APH_DECODE_MMA) takes blocks of 16 tokens or more, its 16-token steps
+// then crossing at most one block boundary; smaller ones keep the others.
+TEST(PagedAttentionGpuShapes, BlockSizes16Bit) {
+  for (int32_t bs : {8, 16, 32, 48}) {
+    SCOPED_TRACE("block size " + std::to_string(bs));
+    ProblemSpec s = base({128, APH_DTYPE_F16, APH_DTYPE_F16}, 60 + bs);
+    s.num_heads = 32;
+    s.num_kv_heads = 8;
+    s.block_size = bs;
+    s.seqs = {{1, 700}, {1, 37}, {1, 4096}, {65, 90}};
+    compare(s, APH_DTYPE_F16);
+  }
+}
+
 // A graph planned for short contexts replays correctly after they grew: the
 // split ranges come from context_lens on the device.
 TEST(PagedAttentionGpuGraph, CapturedDecodeSurvivesContextGrowth) {

@@ -1,0 +1,304 @@
+// Split-K decode on tensor cores (APH_DECODE_MMA, docs/CONFIG.md).
+//
+// The streaming kernel (decode_stream.cu) does a token's q.k and its share of
+// the weighted V sum with FFMAs, a lane owning 8 dimensions, and sums each
+// score over 16 lanes with shuffles: at 8k context on the H200 it issued
+// about 470 instructions a warp for every 4 tokens (ncu, stop 26: 9.8 M warp
+// instructions for one layer of the 8B shape, 23.5 us, 1.5 TB/s of KV), so
+// its warps, not the bytes, set its time. Here a warp takes 16 tokens a step
+// and the query heads of its KV head (up to 8, the MMA's n) as one m16n8k16
+// problem pair:
+//
+//   S = Q K^T      A = Q (16 rows: the heads, rows past G zero), B = K rows
+//                  straight from shared memory by ldmatrix (B is k-major);
+//   O^T += V^T P^T A = V^T by ldmatrix.trans, B = P^T, which is the S
+//                  accumulator's own layout (lane l holds head l / 4,
+//                  tokens 2 (l % 4) and +1 of each 8), packed to 16 bits.
+//
+// A step is then 16 ldmatrix and 24 MMAs for 128 dimensions, plus the online
+// softmax of 4 scores a lane, where the streaming kernel needs about 1900
+// instructions for the same 16 tokens. The output accumulator O^T holds
+// dimensions x heads, 4 floats a lane for every 16 dimensions (32 registers
+// at 128).
+//
+// Each warp streams its own tiles (tile t of the split goes to warp t % 4)
+// through a ring of kStages steps in shared memory by cp.async, so two steps
+// of K and V (16 KB at head size 128) stay in flight a warp while it
+// computes, with no CTA barrier until the end, where the warps' partials meet
+// as in the streaming kernel (decode_tail.cuh). Rows are padded by 16 bytes
+// so that ldmatrix's 8 rows fall in different banks.
+//
+// Launched as a programmatic dependent of the KV write, as the streaming
+// kernel: the first kStages - 1 steps are issued before the wait, less the
+// newest row (ctx - 1), which its lanes copy after it.
+//
+// Takes 16-bit caches whose type is the activations' (the MMA multiplies
+// like types), head sizes that are multiples of 16 up to 128, and blocks of
+// at least 16 tokens (a step then spans at most two); launch_decode_mma says
+// cudaErrorNotSupported for the rest, which keep the other kernels.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <type_traits>
+
+#include "core/attention/cuda/attention_kernels.h"
+#include "core/attention/cuda/decode_cluster.cuh"
+#include "core/attention/cuda/decode_common.cuh"
+#include "core/attention/cuda/decode_tail.cuh"
+#include "core/attention/cuda/kv_types.cuh"
+#include "core/attention/decode_partition.hpp"
+#include "core/attention/split_plan.hpp"
+#include "core/common/cuda_async_copy.cuh"
+#include "core/common/cuda_mma.cuh"
+#include "core/common/cuda_pdl.cuh"
+
+namespace aph::attention::cuda {
+namespace {
+
+using cuda_async::cp_async_16;
+using cuda_async::cp_async_commit;
+using cuda_async::cp_async_wait;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kStages = 3;              // a warp's ring: two steps in flight and the one in use
+constexpr int kTile = 16;               // tokens a warp step: the MMA's k for P V
+constexpr int kG = kDecodeHeadsPerCta;  // query heads a CTA: the MMA's n (8)
+
+template <int HD>
+struct MmaShape {
+  static constexpr int kRowBytes = HD * 2;
+  static constexpr int kChunks = HD / 8;           // 16-byte pieces a row
+  static constexpr int kStride = kRowBytes + 16;   // a row in shared memory
+  static constexpr int kTileBytes = kTile * kStride;
+  static constexpr int kStageBytes = 2 * kTileBytes;  // K, then V
+  static constexpr int kCopyRounds = kTile * kChunks / 32;  // a lane's pieces of K (and of V) a step
+  static constexpr int kRingBytes = kWarps * kStages * kStageBytes;
+  static constexpr int kRedBytes = kWarps * kG * HD * 4;
+  static constexpr int kMergeBytes = kDecodeHeadsPerCta * kDecodeMaxSplits * 4;
+  static constexpr int kSmemBytes = std::max({kRingBytes, kRedBytes, kMergeBytes});
+  static_assert(HD % 16 == 0 && (kTile * kChunks) % 32 == 0, "whole MMA tiles and copy rounds");
+};
+
+// 2^x for the softmax weights (x <= 0; -inf gives 0), results under 2^-126
+// flushed to zero.
+__device__ __forceinline__ float exp2_weight(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <int HD, typename T>
+__global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p) {
+  cuda_pdl::allow_dependents();  // the output projection can launch
+  using S = MmaShape<HD>;
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ float warp_m[kWarps][kG], warp_l[kWarps][kG];
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const DecodeCta cta = locate_decode_cta<kG>(p);
+  if (!cta.active) return;
+  const int G = cta.G, ctx = cta.ctx;
+  const bool clustered = APH_DECODE_CLUSTERS && p.cluster > 1 && cta.eff != 1;
+  __shared__ uint64_t mail_arrived;  // a cluster leader's: its members' stores count it down
+  uint64_t* const mail_arrived_ptr = &mail_arrived;
+  start_cluster_merge(mail_arrived_ptr, clustered);
+
+  const TokenRange range = decode_split_range(ctx, cta.eff, cta.split);
+  const int begin = range.begin, end = range.end;
+  const int tiles = (end - begin + kTile - 1) / kTile;
+  const int steps = tiles > warp ? (tiles - warp + kWarps - 1) / kWarps : 0;
+  auto tile_start = [&](int step) { return begin + (step * kWarps + warp) * kTile; };
+
+  const int32_t* table = p.block_tables + static_cast<size_t>(cta.seq) * p.max_blocks_per_seq;
+  const int bs = p.block_size;
+  const size_t slot_stride = static_cast<size_t>(p.num_kv_heads) * S::kRowBytes;
+  const size_t head_off = static_cast<size_t>(cta.kvh) * S::kRowBytes;
+  auto row_offset = [&](int32_t blk, int in_block, int chunk) {
+    return (static_cast<size_t>(blk) * bs + in_block) * slot_stride + head_off + chunk * 16;
+  };
+  uint8_t* ring = smem + warp * kStages * S::kStageBytes;
+  auto k_tile = [&](int step) { return ring + (step % kStages) * S::kStageBytes; };
+  const int fresh = ctx - 1;
+
+  // Step `step`'s K and V rows into their slot, zeros past the range; before
+  // the wait, not the newest row. One commit group a call, so the group count
+  // stays the step count.
+  auto issue = [&](int step, bool before_wait) {
+    if (step < steps) {
+      const int t0 = tile_start(step);
+      const int idx0 = t0 / bs, off0 = t0 - idx0 * bs;
+      const int32_t blk0 = table[idx0];
+      // The next block, where the step runs into it (bs >= kTile: at most one).
+      const bool spans = off0 + kTile > bs && t0 + (bs - off0) < end;
+      const int32_t blk1 = spans ? table[idx0 + 1] : blk0;
+      uint8_t* kt = k_tile(step);
+#pragma unroll
+      for (int u = 0; u < S::kCopyRounds; ++u) {
+        const int i = lane + 32 * u, row = i / S::kChunks, chunk = i % S::kChunks;
+        const int tok = t0 + row;
+        if (before_wait && tok == fresh) continue;
+        const bool valid = tok < end;
+        const int in = off0 + row;
+        const size_t off = valid ? (in < bs ? row_offset(blk0, in, chunk) : row_offset(blk1, in - bs, chunk)) : 0;
+        uint8_t* dst = kt + row * S::kStride + chunk * 16;
+        cp_async_16(dst, p.k_cache + off, valid ? 16 : 0);
+        cp_async_16(dst + S::kTileBytes, p.v_cache + off, valid ? 16 : 0);
+      }
+    }
+    cp_async_commit();
+  };
+
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) issue(j, true);
+  cuda_pdl::wait_for_producer();
+  if (fresh >= begin && fresh < end) {  // the newest row, if its step was issued early
+    const int rel = fresh - begin, tile = rel / kTile, row = rel % kTile, step = tile / kWarps;
+    if (tile % kWarps == warp && step < kStages - 1) {
+      const int32_t blk = table[fresh / bs];
+      uint8_t* kt = k_tile(step);
+#pragma unroll
+      for (int u = 0; u < S::kCopyRounds; ++u) {
+        const int i = lane + 32 * u;
+        if (i / S::kChunks != row) continue;
+        const int chunk = i % S::kChunks;
+        const size_t off = row_offset(blk, fresh % bs, chunk);
+        uint8_t* dst = kt + row * S::kStride + chunk * 16;
+        *reinterpret_cast<uint4*>(dst) = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + off));
+        *reinterpret_cast<uint4*>(dst + S::kTileBytes) = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + off));
+      }
+    }
+  }
+
+  // Lane l's places in the fragments: head (row of S, column of O^T) g and
+  // the token or head pair c2, c2 + 1; ldmatrix rows for both operands.
+  const int g = lane / 4, c2 = (lane % 4) * 2;
+  const int ld_row = (lane >> 4) * 8 + (lane & 7), ld_col = ((lane >> 3) & 1) * 8;
+  // Q's A fragments: row g (head h0 + g, zero past G), dimensions c2, c2 + 1
+  // and those + 8 of each 16; rows 8-15 are zero registers.
+  uint32_t qa[HD / 16][2];
+  {
+    const uint16_t* qp = static_cast<const uint16_t*>(p.q) + (static_cast<size_t>(cta.q_tok) * p.num_heads + cta.h0 + g) * HD;
+#pragma unroll
+    for (int kc = 0; kc < HD / 16; ++kc) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int d = kc * 16 + h * 8 + c2;  // element loads: q's rows need not be 4-byte aligned
+        qa[kc][h] = g < G ? static_cast<uint32_t>(qp[d]) | (static_cast<uint32_t>(qp[d + 1]) << 16) : 0u;
+      }
+    }
+  }
+
+  float o[HD / 16][4] = {};  // O^T: dimensions 16 mt + g (+ 8) x heads c2, c2 + 1
+  float m = -INFINITY, l = 0.0f;  // head g's running max (log2 units) and this lane's share of its sum
+  for (int j = 0; j < steps; ++j) {
+    cp_async_wait<kStages - 2>();  // this lane's copies of step j have landed
+    __syncwarp();                  // and every lane's, and step j - 1's reads are done
+    issue(j + kStages - 1, false);  // into the slot step j - 1 used
+    const uint8_t* kt = k_tile(j);
+    const uint8_t* vt = kt + S::kTileBytes;
+    float s[2][4] = {};  // S: head g x tokens c2, c2 + 1 of each 8 (rows 8-15 unused)
+#pragma unroll
+    for (int kc = 0; kc < HD / 16; ++kc) {
+      uint32_t b[4];
+      cuda_mma::ldmatrix_x4(b, kt + ld_row * S::kStride + (kc * 16 + ld_col) * 2);
+      const uint32_t a[4] = {qa[kc][0], 0u, qa[kc][1], 0u};
+      cuda_mma::mma16816<T>(s[0], a, b[0], b[1]);
+      cuda_mma::mma16816<T>(s[1], a, b[2], b[3]);
+    }
+    const int t0 = tile_start(j);
+    float sc[4] = {s[0][0], s[0][1], s[1][0], s[1][1]};
+    const int tok[4] = {c2, c2 + 1, 8 + c2, 9 + c2};
+    float mx = -INFINITY;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      sc[e] = t0 + tok[e] < end ? sc[e] * p.qk_scale : -INFINITY;
+      mx = fmaxf(mx, sc[e]);
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m, mx);  // finite: a step's first token is in range
+    const float alpha = exp2_weight(m - m_new);
+    float pr[4], sum = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      pr[e] = exp2_weight(sc[e] - m_new);
+      sum += pr[e];
+    }
+    l = fmaf(l, alpha, sum);
+    m = m_new;
+    const uint32_t pb0 = cuda_mma::pack2<T>(pr[0], pr[1]), pb1 = cuda_mma::pack2<T>(pr[2], pr[3]);
+    // The rescale of heads c2 and c2 + 1, from their rows' lanes.
+    const float a_lo = __shfl_sync(0xffffffffu, alpha, (lane & 3) * 8);
+    const float a_hi = __shfl_sync(0xffffffffu, alpha, (lane & 3) * 8 + 4);
+#pragma unroll
+    for (int mt = 0; mt < HD / 16; ++mt) {
+      o[mt][0] *= a_lo;
+      o[mt][1] *= a_hi;
+      o[mt][2] *= a_lo;
+      o[mt][3] *= a_hi;
+      uint32_t a[4];
+      cuda_mma::ldmatrix_x4_trans(a, vt + ld_row * S::kStride + (mt * 16 + ld_col) * 2);
+      cuda_mma::mma16816<T>(o[mt], a, pb0, pb1);
+    }
+  }
+  cp_async_wait<0>();
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+
+  __syncthreads();  // every warp is done with its ring, which red overlays
+  float* red = reinterpret_cast<float*>(smem);  // [warp][head][HD]
+#pragma unroll
+  for (int mt = 0; mt < HD / 16; ++mt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int head = c2 + (e & 1), dim = mt * 16 + g + (e >> 1) * 8;
+      if (head < G) red[(warp * kG + head) * HD + dim] = o[mt][e];
+    }
+  }
+  if ((lane & 3) == 0 && g < G) {
+    warp_m[warp][g] = m;
+    warp_l[warp][g] = l;
+  }
+  __syncthreads();
+  finish_decode_cta<HD, T, kG, kWarps>(p, cta, red, warp_m, warp_l, reinterpret_cast<float*>(smem + S::kSmemBytes),
+                                       mail_arrived_ptr, clustered);
+}
+
+template <int HD, typename T>
+cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
+                         cudaStream_t stream) {
+  constexpr int smem = MmaShape<HD>::kSmemBytes;
+  auto kernel = decode_mma_kernel<HD, T>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return e;
+  DecodeParams p = make_decode_params(a, splits, counters, false);
+  p.push_merge = true;  // the only cluster merge this kernel has
+  p.mail_group = std::min(kDecodeHeadsPerCta, p.group);
+  const int mail_bytes = p.mail_group * (HD + 2) * static_cast<int>(sizeof(float));
+  int launch_smem = smem;
+  p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem, mail_bytes,
+                                          &launch_smem)
+                       : 1;
+  const dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
+  return cuda_pdl::launch_dependent_clustered(kernel, grid, dim3(kThreads), launch_smem, stream,
+                                              static_cast<unsigned>(p.cluster), p);
+}
+
+}  // namespace
+
+cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
+                              cudaStream_t stream) {
+  if (a.layout.block_size < kTile) return cudaErrorNotSupported;
+  return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) -> cudaError_t {
+    constexpr int HD = decltype(hd)::value;
+    using ActT = decltype(act);
+    using KvT = decltype(kv);
+    if constexpr (std::is_same_v<ActT, KvT> && HD % 16 == 0 && HD <= 128)
+      return launch_typed<HD, ActT>(a, splits, counters, clusters, stream);
+    else
+      return cudaErrorNotSupported;
+  });
+}
+
+}  // namespace aph::attention::cuda

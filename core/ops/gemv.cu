@@ -16,7 +16,6 @@
 
 #include "core/common/cuda_pdl.cuh"
 #include "core/ops/cuda_math.cuh"
-#include "core/ops/gemv_bulk.hpp"
 #include "core/ops/kernels.hpp"
 
 namespace aph::ops::kernels {
@@ -165,14 +164,8 @@ int choose_split(int64_t vecs) {
 int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
          int y_dtype, void* stream, int split) {
   if (m == 0 || n == 0) return 0;
-  if (split == kGemvBulk) return m == 1 ? gemv_bulk(x, w, bias, y, n, k, dtype, y_dtype, stream)
-                                        : static_cast<int>(cudaErrorNotSupported);
   if (m > kGemvMaxRows || (split != 0 && !valid_split(split))) {
     return static_cast<int>(cudaErrorInvalidValue);
-  }
-  if (split == 0 && m == 1 && gemv_bulk_enabled()) {
-    const int rc = gemv_bulk(x, w, bias, y, n, k, dtype, y_dtype, stream);
-    if (rc != static_cast<int>(cudaErrorNotSupported)) return rc;
   }
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   int status = 0;

@@ -33,10 +33,7 @@ int convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n, v
 // for m <= kGemvMaxRows, x and w of one dtype, y of y_dtype. Reads each
 // weight row once. split: warps that share a weight row (1, 2, 4 or 8), 0
 // to choose by the row's length; APH_GEMV_SPLIT=N overrides the choice.
-// kGemvBulk: the bulk form (gemv_bulk.hpp; m == 1 on sm_90, else
-// cudaErrorNotSupported), which split == 0 also takes with APH_GEMV_BULK=1.
 constexpr int kGemvMaxRows = 8;
-constexpr int kGemvBulk = -1;
 int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
          int y_dtype, void* stream, int split = 0);
 int add_bias(void* y, const float* bias, int64_t m, int64_t n, int dtype, void* stream);

@@ -465,15 +465,12 @@ int launch_rms_norm_quantize_act(const void* residual, const void* delta, const 
 // graph (aph_bench_gguf_matvec), quantization kernel + matvec against raw x:
 // Q4_1 576x576 3.6 -> 2.4 us, 576x1536 4.3 -> 2.8 us (the 135M model's
 // decode 975 -> 1121 tok/s); Q4_K rows of 4096 and 14336 were slower in
-// every form tried (matvec_fast.cu), except, perhaps, the bulk form's raw
-// mode (APH_GGUF_BULK_MATVEC=2; not measured yet), which quantizes once per
-// CTA of a one-wave grid.
+// every form tried (matvec_fast.cu).
 constexpr int64_t kCtaQuantizationMaxK = 2048;
 // RawItem holds kSlots chunks of 32 a lane for a row a warp.
 static_assert(kCtaQuantizationMaxK <= 32 * 32 * RawItem<2, 1>::kSlots, "a raw row must fit a warp's RawItem");
 bool fits_in_cta_quantization(uint32_t type, int64_t k) {
-  if (has_fast_matvec(type)) return fast_matvec_takes_raw_x(type, k);
-  return k % 32 == 0 && k <= kCtaQuantizationMaxK;
+  return !has_fast_matvec(type) && k % 32 == 0 && k <= kCtaQuantizationMaxK;
 }
 
 int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k, const MatvecX& x,
@@ -491,7 +488,7 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
     return static_cast<int>(cudaErrorInvalidValue);
   for (int i = 0; i < count; ++i)
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
-  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, sm_count, stream);
+  if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);
   auto s = static_cast<cudaStream_t>(stream);
   MatvecX xp = x;
   xp.preload = preload;

@@ -36,8 +36,7 @@ constexpr int kMaxMatvecTargets = 4;
 // into its shared memory: no quantization launch and no wait for one before
 // the weights stream. Raw needs 16-byte alignment and
 // fits_in_cta_quantization(type, k) (the generic matvec repeats the
-// quantization in every CTA: short rows only; the k-quants only in the bulk
-// form's raw mode, matvec_fast.hpp).
+// quantization in every CTA: short rows only).
 // With raw, `up` (optional) makes x = silu(raw) * up, each product rounded
 // to the activation dtype (the down projection reading gate and up); or
 // norm_w makes x = RMSNorm(raw + delta) * norm_w (delta optional), as the

@@ -13,15 +13,11 @@ constexpr bool has_fast_matvec(uint32_t ggml_type) {
   return ggml_type == 12 || ggml_type == 13 || ggml_type == 14;
 }
 
-// Whether the fast matvec of this type takes MatvecX::raw at m == 1 for rows
-// of k: only in the bulk form's raw mode (APH_GGUF_BULK_MATVEC=2, on sm_90+).
-bool fast_matvec_takes_raw_x(uint32_t ggml_type, int64_t k);
-
 // launch_matvec_multi (kernels.hpp) for a type with has_fast_matvec: k is a
-// multiple of 256; w and x's pointers are 16-byte aligned; x is quantized,
-// or raw where fast_matvec_takes_raw_x says so. Launched as a
-// dependent of the kernel before (core/common/cuda_pdl.cuh).
+// multiple of 256; w and x's pointers are 16-byte aligned; x is quantized
+// (not raw). Launched as a dependent of the kernel before
+// (core/common/cuda_pdl.cuh).
 int launch_fast_matvec_multi(uint32_t ggml_type, const MatvecTarget* targets, int count, int64_t k,
-                             const MatvecX& x, int64_t m, bool bf16, int sm_count, void* stream);
+                             const MatvecX& x, int64_t m, bool bf16, void* stream);
 
 }  // namespace aph::gguf::cuda

@@ -1,11 +1,8 @@
 // Per-type pieces of the fast matvec (matvec_fast.cu): kLanes lanes share a
 // 256-element block and each lane reads its share as whole 16-byte loads;
 // kMinCtas is the batch-1 kernel's occupancy bound. For every type:
-//   load_w(row, nb, blk, part, W&[, ld])  weights of lane `part` of block blk
-//                                   of a row of nb blocks (loads only; ld
-//                                   reads them: GlobalWeights from the
-//                                   device row, StagedWeights from a copy of
-//                                   the row in shared memory)
+//   load_w(row, nb, blk, part, W&)  weights of lane `part` of block blk of a
+//                                   row of nb blocks (loads only)
 //   unpack(W, part, C&)             int8 codes four per int and the float
 //                                   factors of the lane's 64 elements
 //   load_x(xq, xd, xs, blk, part, X&)  the matching activation codes, their
@@ -22,20 +19,6 @@
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 
 namespace aph::gguf::cuda {
-
-// Weights read once from global memory: not kept in L1.
-struct GlobalWeights {
-  __device__ int4 v16(const uint8_t* p) const { return ld_weights(p); }
-  __device__ int2 v8(const uint8_t* p) const { return __ldg(reinterpret_cast<const int2*>(p)); }
-  __device__ float f16(const uint8_t* p) const { return __half2float(__ldg(reinterpret_cast<const __half*>(p))); }
-};
-
-// Weights of a row copied whole into shared memory (the bulk matvec).
-struct StagedWeights {
-  __device__ int4 v16(const uint8_t* p) const { return *reinterpret_cast<const int4*>(p); }
-  __device__ int2 v8(const uint8_t* p) const { return *reinterpret_cast<const int2*>(p); }
-  __device__ float f16(const uint8_t* p) const { return __half2float(*reinterpret_cast<const __half*>(p)); }
-};
 
 __device__ __forceinline__ int int4_at(const int4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
@@ -113,12 +96,11 @@ struct VecQ4K {
   };
   using C = CodesK4;
   using X = X64;
-  template <class Ld = GlobalWeights>
-  __device__ static void load_w(const uint8_t* row, int64_t, int64_t blk, int part, W& w, Ld ld = {}) {
+  __device__ static void load_w(const uint8_t* row, int64_t, int64_t blk, int part, W& w) {
     const uint8_t* b = row + 144 * blk;
-    w.head = ld.v16(b);
-    w.q0 = ld.v16(b + 16 + 32 * part);
-    w.q1 = ld.v16(b + 32 + 32 * part);
+    w.head = ld_weights(b);
+    w.q0 = ld_weights(b + 16 + 32 * part);
+    w.q1 = ld_weights(b + 32 + 32 * part);
   }
   __device__ static void unpack(const W& w, int part, C& c) {
 #pragma unroll
@@ -150,14 +132,13 @@ struct VecQ5K {
   };
   using C = CodesK4;
   using X = X64;
-  template <class Ld = GlobalWeights>
-  __device__ static void load_w(const uint8_t* row, int64_t, int64_t blk, int part, W& w, Ld ld = {}) {
+  __device__ static void load_w(const uint8_t* row, int64_t, int64_t blk, int part, W& w) {
     const uint8_t* b = row + 176 * blk;
-    w.head = ld.v16(b);
-    w.h0 = ld.v16(b + 16);
-    w.h1 = ld.v16(b + 32);
-    w.q0 = ld.v16(b + 48 + 32 * part);
-    w.q1 = ld.v16(b + 64 + 32 * part);
+    w.head = ld_weights(b);
+    w.h0 = ld_weights(b + 16);
+    w.h1 = ld_weights(b + 32);
+    w.q0 = ld_weights(b + 48 + 32 * part);
+    w.q1 = ld_weights(b + 64 + 32 * part);
   }
   __device__ static void unpack(const W& w, int part, C& c) {
     const int ja = 2 * part, jb = 2 * part + 1;
@@ -209,15 +190,14 @@ struct VecQ6K {
     int4 q[4];
     float4 d;
   };
-  template <class Ld = GlobalWeights>
-  __device__ static void load_w(const uint8_t* row, int64_t nb, int64_t blk, int part, W& w, Ld ld = {}) {
+  __device__ static void load_w(const uint8_t* row, int64_t nb, int64_t blk, int part, W& w) {
     const int h = part >> 1, lw = part & 1;
     const uint8_t* b = row + 192 * blk;
-    w.la = ld.v16(b + 64 * h + 16 * lw);
-    w.lb = ld.v16(b + 64 * h + 32 + 16 * lw);
-    w.qh = ld.v16(b + 128 + 32 * h + 16 * lw);
-    w.sc = ld.v8(row + 192 * nb + 16 * blk + 8 * h);
-    w.d = ld.f16(row + 208 * nb + 2 * blk);
+    w.la = ld_weights(b + 64 * h + 16 * lw);
+    w.lb = ld_weights(b + 64 * h + 32 + 16 * lw);
+    w.qh = ld_weights(b + 128 + 32 * h + 16 * lw);
+    w.sc = __ldg(reinterpret_cast<const int2*>(row + 192 * nb + 16 * blk + 8 * h));
+    w.d = __half2float(__ldg(reinterpret_cast<const __half*>(row + 208 * nb + 2 * blk)));
   }
   __device__ static void unpack(const W& w, int part, C& c) {
     const int lw = part & 1;

@@ -123,19 +123,27 @@ __device__ __forceinline__ void publish_and_merge(const DecodeParams& p, int seq
 
   // Weights sum_i * 2^(max_i - max) per (head, split) over the active slots
   // only (slots >= n_slots hold stale data from earlier calls); __ldcg reads
-  // L2, where the other CTAs' partials are, never a stale L1 line.
+  // L2, where the other CTAs' partials are, never a stale L1 line. A lane
+  // loads its slots' (max, sum) once: kDecodeMaxSplits is two a lane.
+  static_assert(kDecodeMaxSplits <= 64, "two slots a lane");
   for (int g = warp; g < G; g += kWarps) {
     const size_t base = (static_cast<size_t>(seq) * p.num_heads + h0 + g) * p.splits;
+    float ms[2], ls[2];
     float mx = -INFINITY;
-    for (int i = lane; i < n_slots; i += 32) {
-      if (__ldcg(p.ws_sum + base + i) > 0.0f) mx = fmaxf(mx, __ldcg(p.ws_max + base + i));
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = lane + 32 * r;
+      ls[r] = i < n_slots ? __ldcg(p.ws_sum + base + i) : 0.0f;
+      ms[r] = i < n_slots ? __ldcg(p.ws_max + base + i) : -INFINITY;
+      if (ls[r] > 0.0f) mx = fmaxf(mx, ms[r]);
     }
     mx = warp_max(mx);
     float total = 0.0f;
-    for (int i = lane; i < n_slots; i += 32) {
-      const float l = __ldcg(p.ws_sum + base + i);
-      const float w = l > 0.0f ? l * exp2f(__ldcg(p.ws_max + base + i) - mx) : 0.0f;
-      w_s[g * kDecodeMaxSplits + i] = w;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = lane + 32 * r;
+      const float w = ls[r] > 0.0f ? ls[r] * exp2f(ms[r] - mx) : 0.0f;
+      if (i < n_slots) w_s[g * kDecodeMaxSplits + i] = w;
       total += w;
     }
     total = warp_sum(total);
@@ -145,12 +153,12 @@ __device__ __forceinline__ void publish_and_merge(const DecodeParams& p, int seq
   // Weighted sum of the partials. Each load is an L2 round trip, so a
   // thread takes 4 consecutive dims of a head as float4 loads and issues
   // kBatch splits of them into registers before any FMA uses them: 128
-  // threads cover a Llama group (4 heads x 128 dims) in one pass, and 64
-  // splits (8k context) are 8 round trips, not the 32 of scalar loads. Loading
+  // threads cover a Llama group (4 heads x 128 dims) in one pass, and 32
+  // splits (8k context) are 2 round trips, not the 32 of scalar loads. Loading
   // unconditionally is safe: every active slot holds finite partials (0 when
   // its range was empty, with weight 0). Only the tail of the last batch is
   // predicated off, so no slot >= n_slots is read.
-  constexpr int kBatch = 8;
+  constexpr int kBatch = 16;
   constexpr int kQuads = HD / 4;
   ActT* out = static_cast<ActT*>(p.out);
   for (int i = tid; i < G * kQuads; i += kThreads) {

@@ -33,8 +33,10 @@
 // newest row (ctx - 1), which its lanes copy after it.
 //
 // Takes 16-bit caches whose type is the activations' (the MMA multiplies
-// like types), head sizes that are multiples of 16 up to 128, and blocks of
-// at least 16 tokens (a step then spans at most two); launch_decode_mma says
+// like types) and fp8 caches (each lane widens the pieces it copied to f16
+// in a staging tile, and the MMAs run in f16, q converted once), head sizes
+// that are multiples of 16 up to 128, and blocks of at least 16 tokens (a
+// step then spans at most two); launch_decode_mma says
 // cudaErrorNotSupported for the rest, which keep the other kernels.
 #include <algorithm>
 #include <cmath>
@@ -65,19 +67,25 @@ constexpr int kStages = 3;              // a warp's ring: two steps in flight an
 constexpr int kTile = 16;               // tokens a warp step: the MMA's k for P V
 constexpr int kG = kDecodeHeadsPerCta;  // query heads a CTA: the MMA's n (8)
 
-template <int HD>
+template <int HD, typename KvT>
 struct MmaShape {
-  static constexpr int kRowBytes = HD * 2;
-  static constexpr int kChunks = HD / 8;           // 16-byte pieces a row
-  static constexpr int kStride = kRowBytes + 16;   // a row in shared memory
+  static constexpr int kRowBytes = HD * KvTraits<KvT>::kBytes;  // a cached row
+  static constexpr int kChunks = kRowBytes / 16;                 // 16-byte pieces a row
+  static constexpr int kStride = kRowBytes + 16;                 // a row in the ring
   static constexpr int kTileBytes = kTile * kStride;
   static constexpr int kStageBytes = 2 * kTileBytes;  // K, then V
-  static constexpr int kCopyRounds = kTile * kChunks / 32;  // a lane's pieces of K (and of V) a step
-  static constexpr int kRingBytes = kWarps * kStages * kStageBytes;
+  static constexpr int kPieces = kTile * kChunks;      // of K (and of V) a step
+  static constexpr int kCopyRounds = (kPieces + 31) / 32;
+  // fp8: the step's K and V widened to f16 for ldmatrix (16-bit elements
+  // only), a warp's one staging tile pair.
+  static constexpr int kStride16 = HD * 2 + 16;
+  static constexpr int kTile16Bytes = kTile * kStride16;
+  static constexpr int kWarpBytes = kStages * kStageBytes + (kIsFp8<KvT> ? 2 * kTile16Bytes : 0);
+  static constexpr int kRingBytes = kWarps * kWarpBytes;
   static constexpr int kRedBytes = kWarps * kG * HD * 4;
   static constexpr int kMergeBytes = kDecodeHeadsPerCta * kDecodeMaxSplits * 4;
   static constexpr int kSmemBytes = std::max({kRingBytes, kRedBytes, kMergeBytes});
-  static_assert(HD % 16 == 0 && (kTile * kChunks) % 32 == 0, "whole MMA tiles and copy rounds");
+  static_assert(HD % 16 == 0, "whole MMA tiles");
 };
 
 // 2^x for the softmax weights (x <= 0; -inf gives 0), results under 2^-126
@@ -88,10 +96,44 @@ __device__ __forceinline__ float exp2_weight(float x) {
   return y;
 }
 
-template <int HD, typename T>
+// A pair of q elements as the MMA's T (from bf16 to f16 for an fp8 cache:
+// exact within f16's range, which q's elements do not leave in practice;
+// clamped so that one that did cannot become inf).
+template <typename ActT, typename T>
+__device__ __forceinline__ uint32_t q_pair(const ActT* q, int d) {
+  if constexpr (std::is_same_v<ActT, T>) {
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(q);
+    return static_cast<uint32_t>(b[d]) | (static_cast<uint32_t>(b[d + 1]) << 16);
+  } else {
+    auto clamp = [](float v) { return fminf(fmaxf(v, -65504.0f), 65504.0f); };
+    return cuda_mma::pack2<T>(clamp(to_float<ActT>(q[d])), clamp(to_float<ActT>(q[d + 1])));
+  }
+}
+
+// Sixteen fp8 elements (16 bytes at src) as f16 into 32 bytes at dst.
+template <typename KvT>
+__device__ __forceinline__ void widen16(const uint8_t* src, uint8_t* dst) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(src);
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+  uint32_t h[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const auto pair = static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2)));
+    const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(pair, KvTraits<KvT>::kInterp);
+    h[i] = static_cast<uint32_t>(r.x) | (static_cast<uint32_t>(r.y) << 16);
+  }
+  reinterpret_cast<uint4*>(dst)[0] = make_uint4(h[0], h[1], h[2], h[3]);
+  reinterpret_cast<uint4*>(dst)[1] = make_uint4(h[4], h[5], h[6], h[7]);
+}
+
+// T: the MMA's element type, the activations' for a 16-bit cache of that
+// type, f16 for fp8 (exact for both fp8 forms).
+template <int HD, typename ActT, typename KvT>
 __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p) {
   cuda_pdl::allow_dependents();  // the output projection can launch
-  using S = MmaShape<HD>;
+  using S = MmaShape<HD, KvT>;
+  using T = std::conditional_t<kIsFp8<KvT>, __half, ActT>;
+  constexpr bool kWiden = kIsFp8<KvT>;
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ float warp_m[kWarps][kG], warp_l[kWarps][kG];
 
@@ -117,7 +159,8 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
   auto row_offset = [&](int32_t blk, int in_block, int chunk) {
     return (static_cast<size_t>(blk) * bs + in_block) * slot_stride + head_off + chunk * 16;
   };
-  uint8_t* ring = smem + warp * kStages * S::kStageBytes;
+  uint8_t* ring = smem + warp * S::kWarpBytes;
+  uint8_t* staging = ring + kStages * S::kStageBytes;  // fp8 only
   auto k_tile = [&](int step) { return ring + (step % kStages) * S::kStageBytes; };
   const int fresh = ctx - 1;
 
@@ -137,7 +180,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
       for (int u = 0; u < S::kCopyRounds; ++u) {
         const int i = lane + 32 * u, row = i / S::kChunks, chunk = i % S::kChunks;
         const int tok = t0 + row;
-        if (before_wait && tok == fresh) continue;
+        if (i >= S::kPieces || (before_wait && tok == fresh)) continue;
         const bool valid = tok < end;
         const int in = off0 + row;
         const size_t off = valid ? (in < bs ? row_offset(blk0, in, chunk) : row_offset(blk1, in - bs, chunk)) : 0;
@@ -160,7 +203,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
 #pragma unroll
       for (int u = 0; u < S::kCopyRounds; ++u) {
         const int i = lane + 32 * u;
-        if (i / S::kChunks != row) continue;
+        if (i >= S::kPieces || i / S::kChunks != row) continue;
         const int chunk = i % S::kChunks;
         const size_t off = row_offset(blk, fresh % bs, chunk);
         uint8_t* dst = kt + row * S::kStride + chunk * 16;
@@ -178,14 +221,12 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
   // and those + 8 of each 16; rows 8-15 are zero registers.
   uint32_t qa[HD / 16][2];
   {
-    const uint16_t* qp = static_cast<const uint16_t*>(p.q) + (static_cast<size_t>(cta.q_tok) * p.num_heads + cta.h0 + g) * HD;
+    const ActT* qp = static_cast<const ActT*>(p.q) + (static_cast<size_t>(cta.q_tok) * p.num_heads + cta.h0 + g) * HD;
 #pragma unroll
     for (int kc = 0; kc < HD / 16; ++kc) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int d = kc * 16 + h * 8 + c2;  // element loads: q's rows need not be 4-byte aligned
-        qa[kc][h] = g < G ? static_cast<uint32_t>(qp[d]) | (static_cast<uint32_t>(qp[d + 1]) << 16) : 0u;
-      }
+      for (int h = 0; h < 2; ++h)  // element loads: q's rows need not be 4-byte aligned
+        qa[kc][h] = g < G ? q_pair<ActT, T>(qp, kc * 16 + h * 8 + c2) : 0u;
     }
   }
 
@@ -197,11 +238,26 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
     issue(j + kStages - 1, false);  // into the slot step j - 1 used
     const uint8_t* kt = k_tile(j);
     const uint8_t* vt = kt + S::kTileBytes;
+    constexpr int kStride = kWiden ? S::kStride16 : S::kStride;  // of the rows ldmatrix reads
+    if constexpr (kWiden) {
+      // Each lane widens the pieces it copied; staging's reads of step
+      // j - 1 finished before the barrier above.
+#pragma unroll
+      for (int u = 0; u < S::kCopyRounds; ++u) {
+        const int i = lane + 32 * u, row = i / S::kChunks, chunk = i % S::kChunks;
+        if (i >= S::kPieces) continue;
+        widen16<KvT>(kt + row * S::kStride + chunk * 16, staging + row * S::kStride16 + chunk * 32);
+        widen16<KvT>(vt + row * S::kStride + chunk * 16, staging + S::kTile16Bytes + row * S::kStride16 + chunk * 32);
+      }
+      __syncwarp();
+      kt = staging;
+      vt = staging + S::kTile16Bytes;
+    }
     float s[2][4] = {};  // S: head g x tokens c2, c2 + 1 of each 8 (rows 8-15 unused)
 #pragma unroll
     for (int kc = 0; kc < HD / 16; ++kc) {
       uint32_t b[4];
-      cuda_mma::ldmatrix_x4(b, kt + ld_row * S::kStride + (kc * 16 + ld_col) * 2);
+      cuda_mma::ldmatrix_x4(b, kt + ld_row * kStride + (kc * 16 + ld_col) * 2);
       const uint32_t a[4] = {qa[kc][0], 0u, qa[kc][1], 0u};
       cuda_mma::mma16816<T>(s[0], a, b[0], b[1]);
       cuda_mma::mma16816<T>(s[1], a, b[2], b[3]);
@@ -238,7 +294,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
       o[mt][2] *= a_lo;
       o[mt][3] *= a_hi;
       uint32_t a[4];
-      cuda_mma::ldmatrix_x4_trans(a, vt + ld_row * S::kStride + (mt * 16 + ld_col) * 2);
+      cuda_mma::ldmatrix_x4_trans(a, vt + ld_row * kStride + (mt * 16 + ld_col) * 2);
       cuda_mma::mma16816<T>(o[mt], a, pb0, pb1);
     }
   }
@@ -261,18 +317,18 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
     warp_l[warp][g] = l;
   }
   __syncthreads();
-  finish_decode_cta<HD, T, kG, kWarps>(p, cta, red, warp_m, warp_l, reinterpret_cast<float*>(smem + S::kSmemBytes),
+  finish_decode_cta<HD, ActT, kG, kWarps>(p, cta, red, warp_m, warp_l, reinterpret_cast<float*>(smem + S::kSmemBytes),
                                        mail_arrived_ptr, clustered);
 }
 
-template <int HD, typename T>
+template <int HD, typename ActT, typename KvT>
 cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
                          cudaStream_t stream) {
-  constexpr int smem = MmaShape<HD>::kSmemBytes;
-  auto kernel = decode_mma_kernel<HD, T>;
+  constexpr int smem = MmaShape<HD, KvT>::kSmemBytes;
+  auto kernel = decode_mma_kernel<HD, ActT, KvT>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  DecodeParams p = make_decode_params(a, splits, counters, false);
+  DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
   p.push_merge = true;  // the only cluster merge this kernel has
   p.mail_group = std::min(kDecodeHeadsPerCta, p.group);
   const int mail_bytes = p.mail_group * (HD + 2) * static_cast<int>(sizeof(float));
@@ -294,8 +350,8 @@ cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int splits, int32_t* 
     constexpr int HD = decltype(hd)::value;
     using ActT = decltype(act);
     using KvT = decltype(kv);
-    if constexpr (std::is_same_v<ActT, KvT> && HD % 16 == 0 && HD <= 128)
-      return launch_typed<HD, ActT>(a, splits, counters, clusters, stream);
+    if constexpr ((kIsFp8<KvT> || std::is_same_v<ActT, KvT>) && HD % 16 == 0 && HD <= 128)
+      return launch_typed<HD, ActT, KvT>(a, splits, counters, clusters, stream);
     else
       return cudaErrorNotSupported;
   });

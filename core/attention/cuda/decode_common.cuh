@@ -80,6 +80,15 @@ __device__ __forceinline__ DecodeCta locate_decode_cta(const DecodeParams& p) {
   return c;
 }
 
+// 2^x for the softmax weights (x <= 0; -inf gives 0), results under 2^-126
+// flushed to zero: exp2f's care for denormal results costs a compare and two
+// multiplies around every MUFU.EX2.
+__device__ __forceinline__ float exp2_weight(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

@@ -88,13 +88,6 @@ struct MmaShape {
   static_assert(HD % 16 == 0, "whole MMA tiles");
 };
 
-// 2^x for the softmax weights (x <= 0; -inf gives 0), results under 2^-126
-// flushed to zero.
-__device__ __forceinline__ float exp2_weight(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // A pair of q elements as the MMA's T (from bf16 to f16 for an fp8 cache:
 // exact within f16's range, which q's elements do not leave in practice;
@@ -326,19 +319,8 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
                          cudaStream_t stream) {
   constexpr int smem = MmaShape<HD, KvT>::kSmemBytes;
   auto kernel = decode_mma_kernel<HD, ActT, KvT>;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
-  p.push_merge = true;  // the only cluster merge this kernel has
-  p.mail_group = std::min(kDecodeHeadsPerCta, p.group);
-  const int mail_bytes = p.mail_group * (HD + 2) * static_cast<int>(sizeof(float));
-  int launch_smem = smem;
-  p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem, mail_bytes,
-                                          &launch_smem)
-                       : 1;
-  const dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
-  return cuda_pdl::launch_dependent_clustered(kernel, grid, dim3(kThreads), launch_smem, stream,
-                                              static_cast<unsigned>(p.cluster), p);
+  return launch_tail_kernel<HD>(kernel, p, a.n_seqs, kThreads, smem, clusters, stream);
 }
 
 }  // namespace

@@ -82,14 +82,6 @@ struct StreamShape {
   static constexpr int kSmemBytes = std::max({kRingBytes, kRedBytes, kMergeBytes});
 };
 
-// 2^x for the softmax weights (x <= 0), results under 2^-126 flushed to
-// zero: exp2f's care for denormal results costs a compare and two
-// multiplies around every MUFU.EX2.
-__device__ __forceinline__ float exp2_weight(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // kG: query heads a CTA holds in registers (4 for groups of up to 4, else
 // kDecodeHeadsPerCta); the grid's head chunks are always kDecodeHeadsPerCta.
@@ -325,20 +317,9 @@ cudaError_t launch_grouped(const PagedAttentionArgs& a, int splits, int32_t* cou
                            cudaStream_t stream) {
   constexpr int smem = StreamShape<HD, KvT, kG>::kSmemBytes;
   auto kernel = decode_stream_kernel<HD, ActT, KvT, kG>;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
   p.min_split_tokens = min_split_tokens();
-  p.push_merge = true;  // the only cluster merge this kernel has
-  p.mail_group = std::min(kDecodeHeadsPerCta, p.group);
-  const int mail_bytes = p.mail_group * (HD + 2) * static_cast<int>(sizeof(float));
-  int launch_smem = smem;
-  p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, kThreads, smem, mail_bytes,
-                                          &launch_smem)
-                       : 1;
-  const dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
-  return cuda_pdl::launch_dependent_clustered(kernel, grid, dim3(kThreads), launch_smem, stream,
-                                              static_cast<unsigned>(p.cluster), p);
+  return launch_tail_kernel<HD>(kernel, p, a.n_seqs, kThreads, smem, clusters, stream);
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 #include <cooperative_groups.h>
 #include <cuda/ptx>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "core/attention/cuda/decode_cluster.cuh"
 #include "core/attention/cuda/decode_common.cuh"
 #include "core/attention/cuda/kv_types.cuh"
+#include "core/common/cuda_pdl.cuh"
 
 namespace aph::attention::cuda {
 
@@ -144,6 +146,28 @@ __device__ __forceinline__ void finish_decode_cta(const DecodeParams& p, const D
 #endif
   __syncthreads();  // m_s and l_s; red is free for the merge's weights
   publish_and_merge<HD, ActT, kThreads>(p, cta.seq, cta.q_tok, h0, G, slot, n_slots, m_s, l_s, red, inv_s);
+}
+
+// Launches a kernel that ends in finish_decode_cta (its one argument p, its
+// split plan filled in) over the decode grid as a programmatic dependent,
+// with `smem` bytes of dynamic shared memory; with `clusters`, its splits
+// run as thread block clusters where the GPU places them, each member then
+// with room for the leader's mailbox.
+template <int HD>
+cudaError_t launch_tail_kernel(void (*kernel)(DecodeParams), DecodeParams p, int n_seqs, int threads, int smem,
+                               bool clusters, cudaStream_t stream) {
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return e;
+  p.push_merge = true;  // the only cluster merge finish_decode_cta has
+  p.mail_group = std::min(kDecodeHeadsPerCta, p.group);
+  const int mail_bytes = p.mail_group * (HD + 2) * static_cast<int>(sizeof(float));
+  int launch_smem = smem;
+  p.cluster = clusters ? cluster_size_for(reinterpret_cast<const void*>(kernel), p.splits, threads, smem, mail_bytes,
+                                          &launch_smem)
+                       : 1;
+  const dim3 grid(p.splits, p.num_kv_heads * p.head_chunks, n_seqs);
+  return cuda_pdl::launch_dependent_clustered(kernel, grid, dim3(threads), launch_smem, stream,
+                                              static_cast<unsigned>(p.cluster), p);
 }
 
 }  // namespace aph::attention::cuda

@@ -276,6 +276,10 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
     }
     l = fmaf(l, alpha, sum);
     m = m_new;
+    // P rounded to T for the MMA (2^-9 relative for bf16, where the sum l
+    // keeps fp32): the one rounding the other decode kernels do not make,
+    // and on a bf16 model enough to miss oracle_model_gpu_test's graph
+    // against eager bound (0.0105 against 0.01, stop 26; decode.cu's mma_mode).
     const uint32_t pb0 = cuda_mma::pack2<T>(pr[0], pr[1]), pb1 = cuda_mma::pack2<T>(pr[2], pr[3]);
     // The rescale of heads c2 and c2 + 1, from their rows' lanes.
     const float a_lo = __shfl_sync(0xffffffffu, alpha, (lane & 3) * 8);

@@ -63,4 +63,13 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
+// The pair pack2 made, back to floats.
+template <typename T>
+__device__ __forceinline__ float2 unpack2(uint32_t bits) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half22float2(*reinterpret_cast<const __half2*>(&bits));
+  else
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits));
+}
+
 }  // namespace aph::cuda_mma

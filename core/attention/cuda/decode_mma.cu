@@ -15,7 +15,8 @@
 //                  accumulator's own layout (lane l holds head l / 4,
 //                  tokens 2 (l % 4) and +1 of each 8), packed to 16 bits.
 //
-// A step is then 16 ldmatrix and 24 MMAs for 128 dimensions, plus the online
+// A step is then 16 ldmatrix and 24 MMAs for 128 dimensions (32 with bf16,
+// whose P goes in as two halves: see the loop), plus the online
 // softmax of 4 scores a lane, where the streaming kernel needs about 1900
 // instructions for the same 16 tokens. The output accumulator O^T holds
 // dimensions x heads, 4 floats a lane for every 16 dimensions (32 registers
@@ -276,11 +277,20 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
     }
     l = fmaf(l, alpha, sum);
     m = m_new;
-    // P rounded to T for the MMA (2^-9 relative for bf16, where the sum l
-    // keeps fp32): the one rounding the other decode kernels do not make,
-    // and on a bf16 model enough to miss oracle_model_gpu_test's graph
-    // against eager bound (0.0105 against 0.01, stop 26; decode.cu's mma_mode).
+    // P for the MMA: rounded to T alone, it carried 2^-9 of relative error
+    // with bf16 (the sum l keeps fp32), the one rounding the other decode
+    // kernels do not make, and on a bf16 model enough to miss
+    // oracle_model_gpu_test's graph-against-eager bound (0.0105 against
+    // 0.01, stop 26). So with bf16 it goes in as hi + lo, two MMAs, about
+    // 2^-17; f16's own 2^-11 is within every bound measured.
+    constexpr bool kSplitP = std::is_same_v<T, __nv_bfloat16>;
     const uint32_t pb0 = cuda_mma::pack2<T>(pr[0], pr[1]), pb1 = cuda_mma::pack2<T>(pr[2], pr[3]);
+    uint32_t pl0 = 0, pl1 = 0;
+    if constexpr (kSplitP) {
+      const float2 h0 = cuda_mma::unpack2<T>(pb0), h1 = cuda_mma::unpack2<T>(pb1);
+      pl0 = cuda_mma::pack2<T>(pr[0] - h0.x, pr[1] - h0.y);
+      pl1 = cuda_mma::pack2<T>(pr[2] - h1.x, pr[3] - h1.y);
+    }
     // The rescale of heads c2 and c2 + 1, from their rows' lanes.
     const float a_lo = __shfl_sync(0xffffffffu, alpha, (lane & 3) * 8);
     const float a_hi = __shfl_sync(0xffffffffu, alpha, (lane & 3) * 8 + 4);
@@ -293,6 +303,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
       uint32_t a[4];
       cuda_mma::ldmatrix_x4_trans(a, vt + ld_row * kStride + (mt * 16 + ld_col) * 2);
       cuda_mma::mma16816<T>(o[mt], a, pb0, pb1);
+      if constexpr (kSplitP) cuda_mma::mma16816<T>(o[mt], a, pl0, pl1);
     }
   }
   cp_async_wait<0>();

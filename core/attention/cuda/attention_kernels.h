@@ -33,9 +33,9 @@ cudaError_t launch_decode_stream(const PagedAttentionArgs& args, int splits, int
 
 // The same contract again, by decode_mma.cu's kernel: each warp streams its
 // own 16-token steps and multiplies them on tensor cores. cudaErrorNotSupported
-// (nothing launched) for what it does not take: a cache type other than the
-// activations' 16-bit one, head sizes past 128 or not multiples of 16, blocks
-// of fewer than 16 tokens.
+// (nothing launched) for what it does not take: a 16-bit cache of another
+// type than the activations', head sizes past 128 or not multiples of 16,
+// blocks of fewer than 16 tokens, a GPU with too little shared memory a CTA.
 cudaError_t launch_decode_mma(const PagedAttentionArgs& args, int splits, int32_t* counters, bool clusters,
                               cudaStream_t stream);
 

@@ -334,6 +334,14 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
                          cudaStream_t stream) {
   constexpr int smem = MmaShape<HD, KvT>::kSmemBytes;
   auto kernel = decode_mma_kernel<HD, ActT, KvT>;
+  // A GPU with less shared memory a CTA than the rings need (104 KB at head
+  // size 128 with a 16-bit cache; sm_86 and sm_89 allow 99 KB) keeps the
+  // other kernels.
+  int device = 0, max_smem = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e != cudaSuccess) return e;
+  if (smem > max_smem) return cudaErrorNotSupported;
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
   return launch_tail_kernel<HD>(kernel, p, a.n_seqs, kThreads, smem, clusters, stream);
 }

@@ -89,7 +89,6 @@ struct MmaShape {
   static_assert(HD % 16 == 0, "whole MMA tiles");
 };
 
-
 // A pair of q elements as the MMA's T (from bf16 to f16 for an fp8 cache:
 // exact within f16's range, which q's elements do not leave in practice;
 // clamped so that one that did cannot become inf).
@@ -111,11 +110,7 @@ __device__ __forceinline__ void widen16(const uint8_t* src, uint8_t* dst) {
   const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
   uint32_t h[8];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const auto pair = static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2)));
-    const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(pair, KvTraits<KvT>::kInterp);
-    h[i] = static_cast<uint32_t>(r.x) | (static_cast<uint32_t>(r.y) << 16);
-  }
+  for (int i = 0; i < 8; ++i) h[i] = fp8x2_to_half2_bits<KvT>(static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2))));
   reinterpret_cast<uint4*>(dst)[0] = make_uint4(h[0], h[1], h[2], h[3]);
   reinterpret_cast<uint4*>(dst)[1] = make_uint4(h[4], h[5], h[6], h[7]);
 }

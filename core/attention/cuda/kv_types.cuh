@@ -43,10 +43,16 @@ __device__ __forceinline__ float2 bf162_bits_to_float2(uint32_t bits) {
   return __bfloat1622float2(h);
 }
 
+// Two fp8 elements as an f16 pair's bits (exact for both fp8 forms).
+template <typename KvT>
+__device__ __forceinline__ uint32_t fp8x2_to_half2_bits(uint16_t bits) {
+  const __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(bits, KvTraits<KvT>::kInterp);
+  return static_cast<uint32_t>(raw.x) | (static_cast<uint32_t>(raw.y) << 16);
+}
+
 template <typename KvT>
 __device__ __forceinline__ float2 fp8x2_to_float2(uint16_t bits) {
-  __half2_raw raw = __nv_cvt_fp8x2_to_halfraw2(bits, KvTraits<KvT>::kInterp);
-  return __half22float2(__half2(raw));
+  return half2_bits_to_float2(fp8x2_to_half2_bits<KvT>(bits));
 }
 
 // Eight cache elements (16 bytes for f16/bf16, 8 for fp8) at p, to float.

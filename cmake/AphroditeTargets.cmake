@@ -92,6 +92,17 @@ function(aph_add_gpu_test name)
     ENVIRONMENT "APH_SOURCE_DIR=${CMAKE_SOURCE_DIR};APH_BUILD_DIR=${CMAKE_BINARY_DIR};APH_PLUGIN_DIR=${APH_PLUGIN_OUTPUT_DIR}")
 endfunction()
 
+# aph_add_gpu_test_variant(test name filter env)
+# The GPU test `test` again, as test_name, on the GoogleTest cases `filter`
+# selects, with the environment settings `env` (knobs of docs/CONFIG.md).
+function(aph_add_gpu_test_variant test name filter env)
+  if(NOT APH_HAVE_CUDA)
+    return()
+  endif()
+  add_test(NAME ${test}_${name} COMMAND ${test} --gtest_filter=${filter} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(${test}_${name} PROPERTIES LABELS "gpu" ENVIRONMENT "${env}")
+endfunction()
+
 # aph_add_fuzzer(name SOURCES ... [LIBS ...])
 # A libFuzzer harness; built only with -DAPH_FUZZ=ON under clang.
 function(aph_add_fuzzer name)

@@ -28,7 +28,18 @@ struct DecodeParams : AttentionCallParams {
   float* ws_max;  // [seq][head][split]
   float* ws_sum;
   int32_t* counters;  // [seq][head CTA], zeroed by the KV write kernel
+  bool l2_prefetch;    // APH_DECODE_L2_PREFETCH (decode_mma.cu)
 };
+
+// APH_DECODE_L2_PREFETCH=1: the tensor-core kernel sends the rows its ring
+// has not reached to L2 before it waits for the KV write (docs/CONFIG.md).
+inline bool decode_l2_prefetch() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_DECODE_L2_PREFETCH");
+    return v != nullptr && std::atoi(v) != 0;
+  }();
+  return on;
+}
 
 // Both kernels' grid: (split, KV head x head chunk of kDecodeHeadsPerCta
 // query heads, sequence).
@@ -39,6 +50,7 @@ inline DecodeParams make_decode_params(const PagedAttentionArgs& a, int splits, 
   p.splits = splits;
   p.min_split_tokens = kDecodeMinSplitTokens;
   p.cluster = 1;
+  p.l2_prefetch = decode_l2_prefetch();
   if (splits > 1) {
     const size_t parts = static_cast<size_t>(a.n_seqs) * a.num_heads * splits;
     p.ws_out = static_cast<float*>(a.workspace);

@@ -183,6 +183,17 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
 
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) issue(j, true);
+  if (p.l2_prefetch) {
+    // The later steps' rows head for L2 now, one bulk prefetch a row (lanes
+    // 0-15 K, 16-31 V), so that the ring's later copies wait on L2, not DRAM.
+    for (int step = kStages - 1; step < steps; ++step) {
+      const int tok = tile_start(step) + lane % kTile;
+      if (tok < end) {
+        const size_t off = row_offset(table[tok / bs], tok % bs, 0);
+        cuda_async::prefetch_l2_bulk((lane < kTile ? p.k_cache : p.v_cache) + off, S::kRowBytes);
+      }
+    }
+  }
   cuda_pdl::wait_for_producer();
   if (fresh >= begin && fresh < end) {  // the newest row, if its step was issued early
     const int rel = fresh - begin, tile = rel / kTile, row = rel % kTile, step = tile / kWarps;

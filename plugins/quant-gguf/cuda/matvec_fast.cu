@@ -14,7 +14,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 
+#include "core/common/cuda_async_copy.cuh"
 #include "core/common/cuda_pdl.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
@@ -118,9 +120,11 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
   // H200: more registers in the loop, more L2 requests.) No
   // allow_dependents(): CTAs of the next kernel parked on the SMs early made
   // this grid's last CTAs start late.
-  const XCodes xc = matvec_x<false, T>(x, 256 * nb);
   const uint8_t* wrow[R];
   row_pointers<P, R>(t.w, n, nb, row0, wrow);
+  if (x.prefetch_rows && lane == 0)  // the warp's rows are consecutive: one range
+    cuda_async::prefetch_l2_bulk(wrow[0], static_cast<uint32_t>((n - row0 < R ? n - row0 : R) * P::row_bytes(nb)));
+  const XCodes xc = matvec_x<false, T>(x, 256 * nb);
 
   float acc[R][MT] = {};
   for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
@@ -170,13 +174,19 @@ int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int cou
   if (k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);  // m, count, n: checked by the caller
   auto s = static_cast<cudaStream_t>(stream);
   const int mi = static_cast<int>(m);
+  static const bool prefetch_rows = [] {
+    const char* v = std::getenv("APH_GGUF_L2_BULK");
+    return v != nullptr && std::atoi(v) != 0;
+  }();
+  MatvecX xp = x;
+  xp.prefetch_rows = prefetch_rows;
   cudaError_t rc = cudaErrorInvalidValue;
   dispatch_fast(type, [&](auto p) {
     using P = decltype(p);
     if (bf16)
-      rc = launch_typed<P, __nv_bfloat16>(targets, count, k / 256, x, mi, s);
+      rc = launch_typed<P, __nv_bfloat16>(targets, count, k / 256, xp, mi, s);
     else
-      rc = launch_typed<P, __half>(targets, count, k / 256, x, mi, s);
+      rc = launch_typed<P, __half>(targets, count, k / 256, xp, mi, s);
   });
   return static_cast<int>(rc);
 }

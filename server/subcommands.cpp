@@ -5,6 +5,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/log.hpp"
+#include "server/device.hpp"
 #include "server/engine_facade.hpp"
 
 namespace aph::server {
@@ -63,7 +64,7 @@ std::unique_ptr<PluginLoader> load_plugins(const DaemonConfig& config) {
   options.engine = facade->api();
   options.memory = std::make_shared<MemoryBudget>(config.plugins.device_memory_budget,
                                                   config.plugins.pinned_memory_budget);
-  options.active_device = config.engine.device == "cuda" ? 0 : APH_DEVICE_CPU;
+  options.active_device = resolve_device(config.engine.device);  // as the daemon and generate resolve it
   // No HTTP server in a subcommand: API plugins' routes are accepted and unused.
   options.register_route = [](const aph_route&, const std::string&, aph_error*) { return APH_OK; };
   auto loader = std::make_unique<SubcommandPluginLoader>(std::move(options), std::move(facade));

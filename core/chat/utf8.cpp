@@ -1,5 +1,7 @@
 #include "core/chat/utf8.hpp"
 
+#include "core/text/utf8.hpp"
+
 namespace aph::chat::utf8 {
 namespace {
 
@@ -37,22 +39,10 @@ std::vector<char32_t> decode(const std::string& s) {
 }
 
 void append(std::string& out, char32_t cp) {
-  if (cp >= 0xDC80 && cp <= 0xDCFF) {
+  if (cp >= 0xDC80 && cp <= 0xDCFF) {  // a stray byte that decode kept
     out.push_back(static_cast<char>(cp - 0xDC00));
-  } else if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    text::append_utf8(out, static_cast<uint32_t>(cp));
   }
 }
 

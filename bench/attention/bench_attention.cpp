@@ -99,8 +99,11 @@ struct Result {
 
 // batch sequences of (q_len, ctx) each; kv dtype; returns per-call time.
 // plan_ctx: the max_context_len the split plan is made for (the engine's
-// graphs plan for the model's whole context); 0 = ctx.
-Result run_case(int batch, int q_len, int ctx, aph_dtype kv, void* workspace, size_t ws_bytes, int plan_ctx) {
+// graphs plan for the model's whole context); 0 = ctx. short_contexts: as
+// the engine says when every context fits a cluster's splits (a lone
+// sequence then merges in a cluster: split_plan.hpp's decode_uses_clusters).
+Result run_case(int batch, int q_len, int ctx, aph_dtype kv, void* workspace, size_t ws_bytes, int plan_ctx,
+                bool short_contexts) {
   const size_t esz = (kv == APH_DTYPE_F16 || kv == APH_DTYPE_BF16) ? 2 : 1;
   const int blocks_per_seq = (ctx + kBlock - 1) / kBlock;
   const int blocks = batch * blocks_per_seq;
@@ -164,6 +167,7 @@ Result run_case(int batch, int q_len, int ctx, aph_dtype kv, void* workspace, si
   a.slot_mapping = d_slots;
   a.max_query_len = q_len;
   a.max_context_len = plan_ctx > 0 ? plan_ctx : ctx;
+  a.short_contexts = short_contexts;
   a.softmax_scale = 1.0f / std::sqrt(float(kHeadDim));
   a.workspace = workspace;
   a.workspace_bytes = ws_bytes;
@@ -241,10 +245,13 @@ int main() {
       int batch, q_len, ctx;
       aph_dtype kv;
       int plan_ctx;
+      bool short_contexts = false;
     };
     const Case cases[] = {
         {"decode b=1  ctx=576  kv=f16 ", 1, 1, 576, APH_DTYPE_F16, 0},
         {"decode b=1  ctx=576  kv=f16 plan=8192", 1, 1, 576, APH_DTYPE_F16, 8192},
+        // The engine's lone sequence after a 512-token prompt: the cluster merge.
+        {"decode b=1  ctx=576  kv=f16 plan=8192 short", 1, 1, 576, APH_DTYPE_F16, 8192, true},
         {"decode b=1  ctx=2048 kv=f16 plan=8192", 1, 1, 2048, APH_DTYPE_F16, 8192},
         {"decode b=4  ctx=576  kv=f16 plan=8192", 4, 1, 576, APH_DTYPE_F16, 8192},
         {"decode b=1  ctx=8192 kv=f16 ", 1, 1, 8192, APH_DTYPE_F16, 0},
@@ -261,7 +268,7 @@ int main() {
     const char* only = std::getenv("APH_BENCH_ONLY");
     for (const Case& c : cases) {
       if (only != nullptr && std::strstr(c.name, only) == nullptr) continue;
-      Result r = run_case(c.batch, c.q_len, c.ctx, c.kv, ws, ws_bytes, c.plan_ctx);
+      Result r = run_case(c.batch, c.q_len, c.ctx, c.kv, ws, ws_bytes, c.plan_ctx, c.short_contexts);
       const double gbs = r.kv_bytes / (r.us * 1e-6) / 1e9;
       if (c.q_len == 1) {
         std::printf("%s %9.2f us  %7.0f GB/s KV  %5.1f%% of copy\n", c.name, r.us, gbs, 100.0 * gbs / copy);

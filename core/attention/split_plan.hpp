@@ -49,7 +49,19 @@ inline constexpr int32_t kDecodeClusterContext = kDecodeMinSplitTokens * kDecode
 // 8192) one sequence took 9.2 us with clusters and 10.2 without, four took
 // 27.8 us with them and 18.1 without (their 32 clusters of 16 wait for room
 // in the GPCs).
-inline bool decode_uses_clusters(int32_t n_seqs, bool short_contexts) { return short_contexts && n_seqs == 1; }
+// APH_DECODE_SHORT_CLUSTERS=0 turns that off (docs/CONFIG.md): the lone short
+// sequence then takes the kernels of long contexts (the tensor-core kernel
+// under APH_DECODE_MMA=1), to measure them against the cluster merge.
+inline bool decode_short_clusters() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_DECODE_SHORT_CLUSTERS");
+    return v == nullptr || std::atoi(v) != 0;
+  }();
+  return on;
+}
+inline bool decode_uses_clusters(int32_t n_seqs, bool short_contexts) {
+  return short_contexts && n_seqs == 1 && decode_short_clusters();
+}
 
 inline int32_t ceil_div(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }
 

@@ -103,7 +103,8 @@ void run_cuda(const PagedAttentionArgs& a) {
     const size_t have = a.workspace == nullptr ? 0 : a.workspace_bytes;
     splits = std::min(splits, decode_splits_that_fit(a.n_seqs, a.num_heads, a.layout.head_dim, have));
   }
-  // The split counters sit after the partials; the KV write zeroes them.
+  // The split counters sit after the partials; the KV write zeroes them, and
+  // each merge leaves its own at zero (a fused decode has no KV write).
   int32_t* counters = nullptr;
   int64_t n_counters = 0;
   if (splits > 1) {
@@ -113,6 +114,11 @@ void run_cuda(const PagedAttentionArgs& a) {
     n_counters = static_cast<int64_t>(a.n_seqs) * a.num_heads;
   }
   const bool rope = a.rope.inv_freq != nullptr;
+  if (rope && a.n_seqs > 0 && a.n_tokens > 0) {  // one launch where the decode kernel can do the write's work
+    const cudaError_t e = cuda::launch_decode_fused_rope(a, splits, counters, stream);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotSupported) check_launch(e, "decode attention with RoPE");
+  }
   if (a.n_tokens > 0) {
     check_launch(cuda::launch_write_kv_cache(a, counters, n_counters, stream), "KV cache write");
   }

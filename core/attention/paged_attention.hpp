@@ -65,7 +65,10 @@ struct PagedAttentionArgs {
   bool short_contexts = false;
   float softmax_scale = 0;                // usually 1/sqrt(head_dim)
   void* stream = nullptr;                 // cudaStream_t
-  // Scratch for split-K decode on CUDA (bytes from paged_attention_workspace_bytes).
+  // Scratch for split-K decode on CUDA (bytes from paged_attention_workspace_bytes),
+  // zeroed once when allocated: its split counters start at zero and every
+  // call leaves them there (APH_DECODE_FUSED_ROPE's decode has no KV write
+  // kernel before it to zero them).
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   FusedRope rope;  // CUDA: optional (rope.inv_freq set)

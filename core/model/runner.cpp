@@ -201,7 +201,8 @@ void Runner::reserve(int64_t tokens, int64_t seqs, int64_t max_blocks) {
     const size_t ws = attention::paged_attention_workspace_bytes(
         static_cast<int32_t>(seqs), static_cast<int32_t>(info_.num_heads), static_cast<int32_t>(info_.head_dim),
         static_cast<int32_t>(std::max<int64_t>(info_.max_model_len, max_blocks * kv_layout_.block_size)));
-    attn_workspace_ = Tensor::empty({static_cast<int64_t>(std::max<size_t>(ws, 16))}, APH_DTYPE_U8, device_);
+    // Zeroed: paged_attention.hpp wants the split counters to start at zero.
+    attn_workspace_ = Tensor::zeros({static_cast<int64_t>(std::max<size_t>(ws, 16))}, APH_DTYPE_U8, device_);
   }
   cap_tokens_ = tokens;
   cap_seqs_ = seqs;

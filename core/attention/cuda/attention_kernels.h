@@ -20,7 +20,7 @@ cudaError_t launch_write_kv_cache(const PagedAttentionArgs& args, int32_t* count
 // head group) each cover a slice of the context computed on the device from
 // context_lens; with splits > 1 they leave partials in args.workspace and the
 // last CTA of each group to finish (counted in `counters`, zeroed by the KV
-// write before) merges them.
+// write before) merges them and sets its counter back to zero.
 cudaError_t launch_decode(const PagedAttentionArgs& args, int splits, int32_t* counters,
                           cudaStream_t stream);
 
@@ -36,8 +36,21 @@ cudaError_t launch_decode_stream(const PagedAttentionArgs& args, int splits, int
 // (nothing launched) for what it does not take: a 16-bit cache of another
 // type than the activations', head sizes past 128 or not multiples of 16,
 // blocks of fewer than 16 tokens, a GPU with too little shared memory a CTA.
+// fused_rope: args.rope is set and the kernel rotates q and the step's k and
+// stores the step's K and V itself (launch_decode_fused_rope).
 cudaError_t launch_decode_mma(const PagedAttentionArgs& args, int splits, int32_t* counters, bool clusters,
-                              cudaStream_t stream);
+                              bool fused_rope, cudaStream_t stream);
+
+// A decode-only call (one token a sequence, no padding tokens) with RoPE
+// (args.rope) in one launch instead of two: the tensor-core kernel rotates q
+// and the step's k and stores the step's K and V, where launch_decode would
+// take that kernel and APH_DECODE_FUSED_ROPE=1 asks for it (docs/CONFIG.md).
+// Its merges leave `counters` at zero, and nothing zeroes them before: the
+// workspace must have been zeroed once when allocated (paged_attention.hpp).
+// cudaErrorNotSupported, with nothing launched, for the calls it does not
+// take; the caller then runs the KV write and launch_decode.
+cudaError_t launch_decode_fused_rope(const PagedAttentionArgs& args, int splits, int32_t* counters,
+                                     cudaStream_t stream);
 
 // Flash-attention-style tiles for sequences with q_len > 1 (tensor cores).
 cudaError_t launch_prefill(const PagedAttentionArgs& args, cudaStream_t stream);

@@ -542,21 +542,51 @@ int mma_mode() {
   return mode;
 }
 
+// APH_DECODE_FUSED_ROPE=1: decode-only calls with RoPE skip the KV write
+// kernel where the tensor-core kernel takes them (launch_decode_fused_rope).
+// Opt-in: written in stop 27 with no GPU to measure it (docs/PERFORMANCE.md).
+bool fused_rope_mode() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_DECODE_FUSED_ROPE");
+    return v != nullptr && std::atoi(v) != 0;
+  }();
+  return on;
+}
+
+// Whether launch_decode gives a launch (with or without clusters) to the
+// streaming kernel, and whether it tries the tensor-core kernel first.
+bool stream_takes(bool clusters) {
+  const int streaming = streaming_mode();
+  return streaming == 2 || (streaming == 1 && !clusters);
+}
+bool mma_takes(bool clusters) {
+  const int mma = mma_mode();
+  return mma == 2 || (mma == 1 && stream_takes(clusters));
+}
+
 }  // namespace
+
+cudaError_t launch_decode_fused_rope(const PagedAttentionArgs& a, int splits, int32_t* counters,
+                                     cudaStream_t stream) {
+  if (!fused_rope_mode() || a.rope.inv_freq == nullptr || a.n_seqs == 0 || a.n_tokens != a.n_seqs ||
+      a.max_query_len != 1)
+    return cudaErrorNotSupported;
+  if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
+  const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
+  if (!mma_takes(clusters)) return cudaErrorNotSupported;
+  return launch_decode_mma(a, splits, counters, clusters, true, stream);
+}
 
 cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* counters,
                           cudaStream_t stream) {
   if (a.n_seqs == 0) return cudaSuccess;
   if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
   const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
-  const int streaming = streaming_mode();
-  const bool stream_takes = streaming == 2 || (streaming == 1 && !clusters);
-  const int mma = mma_mode();
-  if (mma == 2 || (mma == 1 && stream_takes)) {
-    const cudaError_t e = launch_decode_mma(a, splits, counters, clusters, stream);
+  if (mma_takes(clusters)) {
+    const cudaError_t e = launch_decode_mma(a, splits, counters, clusters, false, stream);
     if (e != cudaErrorNotSupported) return e;
   }
-  if (stream_takes) return launch_decode_stream(a, splits, counters, clusters, stream);
+  if (stream_takes(clusters)) return launch_decode_stream(a, splits, counters, clusters, stream);
   return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
     return launch_typed<decltype(hd)::value, decltype(act), decltype(kv)>(a, splits, counters, clusters, stream);
   });

@@ -106,4 +106,18 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
+// One value into a cache element, rounded to the act dtype ActT first (what
+// a separate rope would have left in the activations), then to the cache's
+// type; fp8 stores value / scale. The KV write with RoPE and the decode that
+// does its own RoPE (decode_mma.cu) store the same bytes this way.
+template <typename ActT, typename KvT>
+__device__ __forceinline__ void store_cache_elem(float v, uint8_t* dst, float scale) {
+  const float r = to_float<ActT>(from_float<ActT>(v));
+  if constexpr (kIsFp8<KvT>) {
+    *dst = __nv_cvt_float_to_fp8(r / scale, __NV_SATFINITE, KvTraits<KvT>::kInterp);
+  } else {
+    *reinterpret_cast<KvT*>(dst) = from_float<KvT>(r);
+  }
+}
+
 }  // namespace aph::attention::cuda

@@ -74,18 +74,6 @@ __global__ void write_kv_cache_kernel(const ActT* __restrict__ k, const ActT* __
   store8<KvT>(f, v_cache + dst, v_scale);
 }
 
-// One value into a cache element, rounded to the act dtype first: the plain
-// write stores what rope_qkv left in the act dtype.
-template <typename ActT, typename KvT>
-__device__ __forceinline__ void store1(float v, uint8_t* dst, float scale) {
-  const float r = to_float<ActT>(from_float<ActT>(v));
-  if constexpr (kIsFp8<KvT>) {
-    *dst = __nv_cvt_float_to_fp8(r / scale, __NV_SATFINITE, KvTraits<KvT>::kInterp);
-  } else {
-    *reinterpret_cast<KvT*>(dst) = from_float<KvT>(r);
-  }
-}
-
 struct RopeWrite {
   const void* q;
   const void* k;
@@ -145,7 +133,7 @@ __global__ void rope_write_kv_kernel(RopeWrite a) {
     if (hd < H) {
       qout[hd * HD + j] = from_float<ActT>(val);
     } else if (store) {
-      store1<ActT, KvT>(val, kdst + (static_cast<size_t>(hd - H) * HD + j) * kB, a.k_scale);
+      store_cache_elem<ActT, KvT>(val, kdst + (static_cast<size_t>(hd - H) * HD + j) * kB, a.k_scale);
     }
   };
   auto src_of = [&](int hd) { return hd < H ? qin + hd * HD : kin + (hd - H) * HD; };
@@ -164,7 +152,7 @@ __global__ void rope_write_kv_kernel(RopeWrite a) {
   }
   if (store) {
     const ActT* vin = static_cast<const ActT*>(a.v) + t * a.v_stride;
-    for (int j = first; j < KVH * HD; j += stride) store1<ActT, KvT>(to_float<ActT>(vin[j]), vdst + j * kB, a.v_scale);
+    for (int j = first; j < KVH * HD; j += stride) store_cache_elem<ActT, KvT>(to_float<ActT>(vin[j]), vdst + j * kB, a.v_scale);
   }
 }
 

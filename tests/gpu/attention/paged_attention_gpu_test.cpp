@@ -136,8 +136,11 @@ bool g_claim_short_contexts = false;
 // Runs the problem on the GPU; with capture_max_ctx > 0 the call is captured
 // in a CUDA graph planned for that max_context_len and then replayed.
 // workspace_cap (bytes) forces a plan with fewer splits; 0 means no workspace.
+// launches: the call (or its graph) that many times on one workspace; a
+// repeat computes the same again, provided the call left its split counters
+// at zero.
 void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx = 0,
-             int64_t workspace_cap = -1, const RopeInputs* rope = nullptr) {
+             int64_t workspace_cap = -1, const RopeInputs* rope = nullptr, int launches = 1) {
   DeviceBuffer<uint16_t> q(to_act(p.q, act)), k(to_act(p.k, act)), v(to_act(p.v, act));
   DeviceBuffer<uint16_t> qkv(rope ? to_act(rope->qkv, act) : std::vector<uint16_t>{});
   DeviceBuffer<int32_t> pos(rope ? rope->positions : std::vector<int32_t>{});
@@ -154,6 +157,9 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
   DeviceBuffer<uint8_t> ws(ws_bytes);
   ASSERT_TRUE(q.ptr && out.ptr && kc.ptr && ws.ptr);
   CUDA_OK(cudaMemset(out.ptr, 0xff, out.count * 2));  // NaN pattern: unwritten rows show up
+  if (ws_bytes > 0) {
+    CUDA_OK(cudaMemset(ws.ptr, 0, ws_bytes));  // paged_attention.hpp: zeroed once
+  }
 
   PagedAttentionArgs a;
   a.device = 0;
@@ -207,12 +213,12 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
     paged_attention(a);
     CUDA_OK(cudaStreamEndCapture(stream, &graph));
     CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-    CUDA_OK(cudaGraphLaunch(exec, stream));
+    for (int i = 0; i < launches; ++i) CUDA_OK(cudaGraphLaunch(exec, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
   } else {
-    paged_attention(a);
+    for (int i = 0; i < launches; ++i) paged_attention(a);
   }
   CUDA_OK(cudaStreamSynchronize(stream));
   CUDA_OK(cudaStreamDestroy(stream));
@@ -226,14 +232,14 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
 // rope: the GPU rotates q and k itself (the K cache then differs from the
 // CPU's by rounding only, which the outputs check).
 void compare(const ProblemSpec& spec, aph_dtype act, int32_t capture_max_ctx = 0,
-             int64_t workspace_cap = -1, const RopeCase* rope = nullptr) {
+             int64_t workspace_cap = -1, const RopeCase* rope = nullptr, int launches = 1) {
   Problem p = testing::make_problem(spec);
   Problem cpu = p;  // the CPU run writes into its own caches
   std::vector<float> want(p.q.size(), 0.0f);
   paged_attention(cpu.args(want.data()));
   GpuRun got;
   const RopeInputs ri = rope ? rope_inputs(p, *rope) : RopeInputs{};
-  run_gpu(p, act, got, capture_max_ctx, workspace_cap, rope ? &ri : nullptr);
+  run_gpu(p, act, got, capture_max_ctx, workspace_cap, rope ? &ri : nullptr, launches);
   if (::testing::Test::HasFatalFailure()) return;
 
   size_t bad_k = 0, bad_v = 0;
@@ -444,6 +450,38 @@ TEST(PagedAttentionGpuRope, FusedRotationMatchesRotatedInputs) {
       compare(s, APH_DTYPE_BF16, 0, -1, &rc);
       compare(s, APH_DTYPE_BF16, /*capture_max_ctx=*/8192, -1, &rc);
     }
+}
+
+// Decode-only calls with RoPE (one token a sequence, no padding tokens):
+// where APH_DECODE_FUSED_ROPE=1 and the tensor-core kernel takes them
+// (aph_attention_gpu_test_fused_rope), that kernel rotates q and k and
+// stores the step's K and V itself, with no KV write kernel; elsewhere the
+// KV write runs first. Each call twice on one workspace: the fused form has
+// nothing but the merges' reset to zero its split counters between them.
+// Rotary dims: whole, partial (64, 96), and 40 (pairs that straddle the
+// MMA fragments' 16-element chunks), NEOX and interleaved.
+TEST(PagedAttentionGpuRope, DecodeOnlyRotationMatchesRotatedInputs) {
+  const RopeCase cases[] = {
+      {128, false, 1.0f}, {128, true, 1.0f}, {64, false, 1.0f}, {96, false, 1.2f}, {40, true, 1.0f}, {40, false, 1.0f}};
+  for (const RopeCase& rc : cases)
+    for (aph_dtype kv : {APH_DTYPE_BF16, APH_DTYPE_F8_E4M3}) {
+      ProblemSpec s = base({128, APH_DTYPE_BF16, kv}, 90 + rc.rotary_dim);
+      s.num_heads = 32;
+      s.num_kv_heads = 8;
+      s.seqs = {{1, 600}, {1, 1}, {1, 3000}, {1, 37}, {1, 8000}};
+      SCOPED_TRACE("rotary_dim " + std::to_string(rc.rotary_dim) + (rc.interleaved ? " interleaved" : " neox") +
+                   " mscale " + std::to_string(rc.mscale) + " kv " + dname(kv));
+      compare(s, APH_DTYPE_BF16, 0, -1, &rc, 2);
+      compare(s, APH_DTYPE_BF16, /*capture_max_ctx=*/8192, -1, &rc, 2);
+    }
+  // A lone short sequence (the cluster merge where the GPU has clusters), f16.
+  const RopeCase neox{128, false, 1.0f};
+  ProblemSpec s = base({128, APH_DTYPE_F16, APH_DTYPE_F16}, 7);
+  s.num_heads = 32;
+  s.num_kv_heads = 8;
+  s.seqs = {{1, 700}};
+  compare(s, APH_DTYPE_F16, 0, -1, &neox, 2);
+  compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/8192, -1, &neox, 2);
 }
 
 TEST(PagedAttentionGpuErrors, BadHeadDimIsAnErrorNotACrash) {

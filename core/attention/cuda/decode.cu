@@ -533,7 +533,9 @@ int streaming_mode() {
 // oracle_model_gpu_test's graph-against-eager decode of a bf16 model (the
 // padded batch on this kernel, the lone sequence on the tiled one) differed
 // by 0.0105 of the logits' scale against its bound of 0.01, from P rounded to
-// bf16 for the V product (the other kernels keep it in fp32).
+// bf16 for the V product (the other kernels keep it in fp32). With P as hi +
+// lo since, the GPU suite passed under mode 1 (stop 27); the engine A/B of
+// that form has not run.
 int mma_mode() {
   static const int mode = [] {
     const char* v = std::getenv("APH_DECODE_MMA");

@@ -239,7 +239,6 @@ int main() {
     const size_t ws_bytes = aph::attention::paged_attention_workspace_bytes(64, kHeads, kHeadDim, 8192);
     void* ws;
     check(cudaMalloc(&ws, ws_bytes), "workspace");
-    check(cudaMemset(ws, 0, ws_bytes), "workspace zeroing");  // paged_attention.hpp: zeroed once
 
     struct Case {
       const char* name;

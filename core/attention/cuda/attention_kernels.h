@@ -45,8 +45,9 @@ cudaError_t launch_decode_mma(const PagedAttentionArgs& args, int splits, int32_
 // (args.rope) in one launch instead of two: the tensor-core kernel rotates q
 // and the step's k and stores the step's K and V, where launch_decode would
 // take that kernel and APH_DECODE_FUSED_ROPE=1 asks for it (docs/CONFIG.md).
-// Its merges leave `counters` at zero, and nothing zeroes them before: the
-// workspace must have been zeroed once when allocated (paged_attention.hpp).
+// Nothing zeroes `counters` before it: they must be zero already (the
+// caller's own split counters, which every merge leaves at zero:
+// PagedAttentionArgs::split_counters).
 // cudaErrorNotSupported, with nothing launched, for the calls it does not
 // take; the caller then runs the KV write and launch_decode.
 cudaError_t launch_decode_fused_rope(const PagedAttentionArgs& args, int splits, int32_t* counters,

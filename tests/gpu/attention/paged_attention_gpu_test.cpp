@@ -157,8 +157,12 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
   DeviceBuffer<uint8_t> ws(ws_bytes);
   ASSERT_TRUE(q.ptr && out.ptr && kc.ptr && ws.ptr);
   CUDA_OK(cudaMemset(out.ptr, 0xff, out.count * 2));  // NaN pattern: unwritten rows show up
-  if (ws_bytes > 0) {
-    CUDA_OK(cudaMemset(ws.ptr, 0, ws_bytes));  // paged_attention.hpp: zeroed once
+  // With RoPE, split counters of their own as the model runner keeps them
+  // (zeroed once; the fused decode needs them); the other calls keep theirs
+  // in the workspace.
+  DeviceBuffer<int32_t> counters(rope ? static_cast<size_t>(n_seqs) * p.spec.num_heads : 0);
+  if (rope) {
+    CUDA_OK(cudaMemset(counters.ptr, 0, counters.count * sizeof(int32_t)));
   }
 
   PagedAttentionArgs a;
@@ -201,6 +205,8 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
     a.rope.mscale = rope->c.mscale;
     a.rope.q_stride = a.rope.k_stride = a.rope.v_stride = qw + 2 * kw;
     a.rope.q_rot = q.ptr;  // overwritten with the rotation
+    a.split_counters = counters.ptr;
+    a.split_counter_count = static_cast<int64_t>(counters.count);
   }
 
   cudaStream_t stream;

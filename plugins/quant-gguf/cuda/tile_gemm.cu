@@ -57,7 +57,7 @@ template <int TYPE, typename T, int kForm>
 __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
     tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
                      const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
-                     int steps_per_split) {
+                     unsigned* __restrict__ tile_counts, int steps_per_split) {
   using D = Decoder<TYPE>;
   constexpr int kChunksPerBlock = D::kBlock / 32;
   // wmma wants 32-byte aligned tiles; the fp32 results reuse the W tile.
@@ -180,6 +180,7 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
   }
   __syncthreads();
   tile::write_tile(c_s, m0, n0, m, n, bias, y, partial);
+  if (gridDim.z > 1 && tile_counts != nullptr) tile::sum_splits_if_last(tile_counts, partial, m0, n0, m, n, bias, y);
 }
 
 template <typename T>
@@ -193,6 +194,18 @@ __global__ void sum_splits_kernel(const float* __restrict__ partial, int splits,
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// APH_GGUF_TILE_SUM_IN_CTA=1: with K split, the last CTA of each tile sums
+// the splits' partials (tile::sum_splits_if_last, as the pipelined form
+// does) instead of sum_splits_kernel after the GEMM: one launch a linear
+// fewer. Opt-in: written in stop 27 without a GPU to measure it.
+bool sum_in_cta() {
+  static const bool on = [] {
+    const char* v = std::getenv("APH_GGUF_TILE_SUM_IN_CTA");
+    return v != nullptr && std::atoi(v) != 0;
+  }();
+  return on;
+}
 
 // APH_GGUF_TILE_OVERLAP: the kernel's form (kForm, or 3 for the pipelined
 // kernel where it takes the type and shape); 2 by default. H200 (stop 25),
@@ -230,21 +243,24 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
   const int per = static_cast<int>(ceil_div(steps, splits));
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kBN)), static_cast<unsigned>(ceil_div(m, kBM)),
                   static_cast<unsigned>(splits));
+  unsigned* counts = splits > 1 && sum_in_cta() && static_cast<int64_t>(grid.x) * grid.y <= scratch.tile_count_capacity
+                         ? scratch.tile_counts
+                         : nullptr;
   dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
     switch (kernel_form()) {
       case 1:
-        tile_gemm_kernel<kType, T, 1><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+        tile_gemm_kernel<kType, T, 1><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);
         break;
       case 2:
-        tile_gemm_kernel<kType, T, 2><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+        tile_gemm_kernel<kType, T, 2><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);
         break;
       default:
-        tile_gemm_kernel<kType, T, 0><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+        tile_gemm_kernel<kType, T, 0><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);
     }
     rc = cudaGetLastError();
   });
-  if (rc != cudaSuccess || splits == 1) return rc;
+  if (rc != cudaSuccess || splits == 1 || counts != nullptr) return rc;
   sum_splits_kernel<T><<<static_cast<unsigned>(ceil_div(m * n, 256)), 256, 0, s>>>(workspace, splits, m, n, bias, y);
   return cudaGetLastError();
 }

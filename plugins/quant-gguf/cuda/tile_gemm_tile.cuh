@@ -80,6 +80,33 @@ __device__ __forceinline__ void write_tile(const float* c_s, int64_t m0, int64_t
   }
 }
 
+// With K splits and tile_counts: the CTA that finishes a tile's last split
+// adds the splits' partials (in split order, from bias, as the second kernel
+// of tile_gemm.cu does) and writes y, then sets the tile's counter back to
+// zero for the next launch. Each split's partials are written and fenced
+// before its count, so the last one reads them all (the reduction pattern
+// of CUDA's threadFenceReduction sample); they are read from L2 (ld.cg).
+template <typename T>
+__device__ __forceinline__ void sum_splits_if_last(unsigned* tile_counts, const float* partial, int64_t m0,
+                                                   int64_t n0, int64_t m, int64_t n, const float* bias, T* y) {
+  __shared__ bool last;
+  const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x, splits = gridDim.z;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&tile_counts[tile], 1u) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int idx = threadIdx.x; idx < kBM * kBN; idx += kThreads) {
+    const int64_t row = m0 + idx / kBN, col = n0 + idx % kBN;
+    if (row >= m || col >= n) continue;
+    float v = bias ? bias[col] : 0.0f;
+    for (unsigned sp = 0; sp < splits; ++sp) v += __ldcg(partial + (static_cast<int64_t>(sp) * m + row) * n + col);
+    y[row * n + col] = from_float<T>(v);
+  }
+  if (threadIdx.x == 0) tile_counts[tile] = 0;
+}
+
 // The pipelined form (tile_gemm_pipelined.cu) for this type and shape:
 // returns false without launching when it does not take them (a type whose
 // blocks cannot be copied in 16-byte pieces, k not a multiple of kBK).

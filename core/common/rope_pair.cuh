@@ -15,15 +15,27 @@ struct Pair {
   float c, s;
 };
 
-__device__ __forceinline__ Pair pair(float pos, const float* inv_freq, int i, int half, bool interleaved,
-                                     float mscale) {
+// Pair i's cos and sin (times mscale) at position pos.
+__device__ __forceinline__ float2 cos_sin(float pos, const float* inv_freq, int i, float mscale) {
+  float s, c;
+  sincosf(pos * inv_freq[i], &s, &c);
+  return make_float2(c * mscale, s * mscale);
+}
+
+// Pair i with its cos and sin already computed (cos_sin): a kernel that
+// rotates many heads at one position computes each pair's once.
+__device__ __forceinline__ Pair pair_with(int i, int half, bool interleaved, float2 cs) {
   Pair p;
-  sincosf(pos * inv_freq[i], &p.s, &p.c);
-  p.c *= mscale;
-  p.s *= mscale;
+  p.c = cs.x;
+  p.s = cs.y;
   p.a = interleaved ? 2 * i : i;
   p.b = interleaved ? 2 * i + 1 : i + half;
   return p;
+}
+
+__device__ __forceinline__ Pair pair(float pos, const float* inv_freq, int i, int half, bool interleaved,
+                                     float mscale) {
+  return pair_with(i, half, interleaved, cos_sin(pos, inv_freq, i, mscale));
 }
 
 // (x[a], x[b]) rotated.

@@ -125,7 +125,7 @@ __device__ __forceinline__ void widen16(const uint8_t* src, uint8_t* dst) {
 // two elements sit in one lane, but holding them for a shared rotation put
 // the lane's row in local memory.
 template <int HD, typename ActT, typename T>
-__device__ __forceinline__ void rotated_q_fragments(const DecodeParams& p, const ActT* qp, float pos, int c2,
+__device__ __forceinline__ void rotated_q_fragments(const DecodeParams& p, const ActT* qp, const float2* cs, int c2,
                                                     uint32_t (&qa)[HD / 16][2]) {
   const int rot = p.rope.rotary_dim, half = rot / 2;
   const bool inter = p.rope.interleaved;
@@ -135,7 +135,7 @@ __device__ __forceinline__ void rotated_q_fragments(const DecodeParams& p, const
     const bool first = inter ? (d & 1) == 0 : d < half;  // a of the pair (a, b)
     const int i = inter ? d / 2 : (first ? d : d - half);
     const int partner = inter ? d ^ 1 : (first ? d + half : d - half);
-    const rope::Pair pr = rope::pair(pos, p.rope.inv_freq, i, half, inter, p.rope.mscale);
+    const rope::Pair pr = rope::pair_with(i, half, inter, cs[i]);
     const float y = to_float<ActT>(qp[partner]);
     return first ? rope::rotate(pr, x, y).x : rope::rotate(pr, y, x).y;
   };
@@ -158,8 +158,8 @@ __device__ __forceinline__ void rotated_q_fragments(const DecodeParams& p, const
 // skipped and, when `to_cache`, into the cache slot slot_mapping names
 // (padding slots, < 0 or past the cache, store nothing there). One warp.
 template <int HD, typename ActT, typename KvT>
-__device__ __forceinline__ void fused_fresh_row(const DecodeParams& p, const DecodeCta& cta, float pos, int lane,
-                                                uint8_t* k_ring, uint8_t* v_ring, bool to_cache) {
+__device__ __forceinline__ void fused_fresh_row(const DecodeParams& p, const DecodeCta& cta, const float2* cs,
+                                                int lane, uint8_t* k_ring, uint8_t* v_ring, bool to_cache) {
   constexpr int kB = KvTraits<KvT>::kBytes;
   const DecodeParams::Rope& r = p.rope;
   const ActT* kin = static_cast<const ActT*>(r.k) + static_cast<size_t>(cta.q_tok) * r.k_stride + cta.kvh * HD;
@@ -173,7 +173,7 @@ __device__ __forceinline__ void fused_fresh_row(const DecodeParams& p, const Dec
   };
   const int rot = r.rotary_dim, half = rot / 2;
   for (int i = lane; i < half; i += 32) {
-    const rope::Pair pr = rope::pair(pos, r.inv_freq, i, half, r.interleaved, r.mscale);
+    const rope::Pair pr = rope::pair_with(i, half, r.interleaved, cs[i]);
     const float2 v = rope::rotate(pr, to_float<ActT>(kin[pr.a]), to_float<ActT>(kin[pr.b]));
     put_k(pr.a, v.x);
     put_k(pr.b, v.y);
@@ -269,15 +269,25 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
     }
   }
   const bool fused = p.rope.inv_freq != nullptr;
-  const float pos = fused ? static_cast<float>(p.rope.positions[cta.q_tok]) : 0.0f;
+  // Fused RoPE: each pair's cos and sin at this token's position, once a CTA
+  // (one sincosf a thread; in every lane that needs them they made the
+  // kernel's code twice as long), before the wait: they come from the
+  // step's inputs, not from the kernel before.
+  __shared__ float2 rope_cs[HD / 2];
+  if (fused) {
+    const float pos = static_cast<float>(p.rope.positions[cta.q_tok]);
+    for (int i = tid; i < p.rope.rotary_dim / 2; i += kThreads)
+      rope_cs[i] = rope::cos_sin(pos, p.rope.inv_freq, i, p.rope.mscale);
+    __syncthreads();
+  }
   cuda_pdl::wait_for_producer();
   if (warp == 0 && fresh >= begin && fresh < end) {  // the newest row: warp 0's step 0 (tile_start)
     const int row = fresh - tile_start(0);
     uint8_t* kt = k_tile(0);
     if (fused) {
       // This CTA makes the row; one CTA of the KV head (head chunk 0) stores it.
-      fused_fresh_row<HD, ActT, KvT>(p, cta, pos, lane, kt + row * S::kStride, kt + S::kTileBytes + row * S::kStride,
-                                     blockIdx.y % p.head_chunks == 0);
+      fused_fresh_row<HD, ActT, KvT>(p, cta, rope_cs, lane, kt + row * S::kStride,
+                                     kt + S::kTileBytes + row * S::kStride, blockIdx.y % p.head_chunks == 0);
     } else {  // the KV write stored it before the wait ended
       const int32_t blk = table[fresh / bs];
 #pragma unroll
@@ -304,7 +314,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
     if (fused) {  // unrotated rows of q_stride elements
       const ActT* qp = static_cast<const ActT*>(p.q) + static_cast<size_t>(cta.q_tok) * p.rope.q_stride +
                        static_cast<size_t>(cta.h0 + g) * HD;
-      rotated_q_fragments<HD, ActT, T>(p, qp, pos, c2, qa);
+      rotated_q_fragments<HD, ActT, T>(p, qp, rope_cs, c2, qa);
     } else {
       const ActT* qp = static_cast<const ActT*>(p.q) + (static_cast<size_t>(cta.q_tok) * p.num_heads + cta.h0 + g) * HD;
 #pragma unroll

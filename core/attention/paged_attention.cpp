@@ -123,7 +123,7 @@ void run_cuda(const PagedAttentionArgs& a) {
   const bool rope = a.rope.inv_freq != nullptr;
   // One launch where the decode kernel can do the KV write's work; only with
   // counters that nothing but the write would otherwise zero.
-  if (rope && a.n_seqs > 0 && a.n_tokens > 0 && (splits <= 1 || own_counters)) {
+  if (rope && (splits <= 1 || own_counters)) {  // launch_decode_fused_rope says which calls it takes
     const cudaError_t e = cuda::launch_decode_fused_rope(a, splits, counters, stream);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotSupported) check_launch(e, "decode attention with RoPE");

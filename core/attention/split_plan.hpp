@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "core/common/env_flag.hpp"
+
 namespace aph::attention {
 
 // One decode CTA covers one (sequence, KV head, up to kDecodeHeadsPerCta query heads).
@@ -53,10 +55,7 @@ inline constexpr int32_t kDecodeClusterContext = kDecodeMinSplitTokens * kDecode
 // sequence then takes the kernels of long contexts (the tensor-core kernel
 // under APH_DECODE_MMA=1), to measure them against the cluster merge.
 inline bool decode_short_clusters() {
-  static const bool on = [] {
-    const char* v = std::getenv("APH_DECODE_SHORT_CLUSTERS");
-    return v == nullptr || std::atoi(v) != 0;
-  }();
+  static const bool on = env_flag("APH_DECODE_SHORT_CLUSTERS", true);
   return on;
 }
 inline bool decode_uses_clusters(int32_t n_seqs, bool short_contexts) {

@@ -64,6 +64,7 @@
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/decode_partition.hpp"
 #include "core/attention/split_plan.hpp"
+#include "core/common/env_flag.hpp"
 #include "core/common/cuda_async_copy.cuh"
 #include "core/common/cuda_pdl.cuh"
 
@@ -548,10 +549,7 @@ int mma_mode() {
 // kernel where the tensor-core kernel takes them (launch_decode_fused_rope).
 // Opt-in: written in stop 27 with no GPU to measure it (docs/PERFORMANCE.md).
 bool fused_rope_mode() {
-  static const bool on = [] {
-    const char* v = std::getenv("APH_DECODE_FUSED_ROPE");
-    return v != nullptr && std::atoi(v) != 0;
-  }();
+  static const bool on = env_flag("APH_DECODE_FUSED_ROPE", false);
   return on;
 }
 

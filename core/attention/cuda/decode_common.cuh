@@ -13,6 +13,7 @@
 #include "core/attention/decode_partition.hpp"
 #include "core/attention/paged_attention.hpp"
 #include "core/attention/split_plan.hpp"
+#include "core/common/env_flag.hpp"
 
 namespace aph::attention::cuda {
 
@@ -52,10 +53,7 @@ struct DecodeParams : AttentionCallParams {
 // APH_DECODE_L2_PREFETCH=1: the tensor-core kernel sends the rows its ring
 // has not reached to L2 before it waits for the KV write (docs/CONFIG.md).
 inline bool decode_l2_prefetch() {
-  static const bool on = [] {
-    const char* v = std::getenv("APH_DECODE_L2_PREFETCH");
-    return v != nullptr && std::atoi(v) != 0;
-  }();
+  static const bool on = env_flag("APH_DECODE_L2_PREFETCH", false);
   return on;
 }
 

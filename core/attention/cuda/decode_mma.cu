@@ -94,13 +94,16 @@ struct MmaShape {
 // exact within f16's range, which q's elements do not leave in practice;
 // clamped so that one that did cannot become inf).
 template <typename ActT, typename T>
+__device__ __forceinline__ float q_operand(float v) {
+  return std::is_same_v<ActT, T> ? v : fminf(fmaxf(v, -65504.0f), 65504.0f);
+}
+template <typename ActT, typename T>
 __device__ __forceinline__ uint32_t q_pair(const ActT* q, int d) {
   if constexpr (std::is_same_v<ActT, T>) {
     const uint16_t* b = reinterpret_cast<const uint16_t*>(q);
     return static_cast<uint32_t>(b[d]) | (static_cast<uint32_t>(b[d + 1]) << 16);
   } else {
-    auto clamp = [](float v) { return fminf(fmaxf(v, -65504.0f), 65504.0f); };
-    return cuda_mma::pack2<T>(clamp(to_float<ActT>(q[d])), clamp(to_float<ActT>(q[d + 1])));
+    return cuda_mma::pack2<T>(q_operand<ActT, T>(to_float<ActT>(q[d])), q_operand<ActT, T>(to_float<ActT>(q[d + 1])));
   }
 }
 
@@ -139,10 +142,7 @@ __device__ __forceinline__ void rotated_q_fragments(const DecodeParams& p, const
     const float y = to_float<ActT>(qp[partner]);
     return first ? rope::rotate(pr, x, y).x : rope::rotate(pr, y, x).y;
   };
-  auto act = [](float v) {  // rounded as q_rot would hold it, clamped as q_pair clamps for f16
-    const float r = to_float<ActT>(from_float<ActT>(v));
-    return std::is_same_v<ActT, T> ? r : fminf(fmaxf(r, -65504.0f), 65504.0f);
-  };
+  auto act = [](float v) { return q_operand<ActT, T>(to_float<ActT>(from_float<ActT>(v))); };  // as q_rot holds it
 #pragma unroll
   for (int kc = 0; kc < HD / 16; ++kc)
 #pragma unroll

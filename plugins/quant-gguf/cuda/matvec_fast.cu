@@ -14,10 +14,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "core/common/cuda_async_copy.cuh"
 #include "core/common/cuda_pdl.cuh"
+#include "core/common/env_flag.hpp"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
 #include "plugins/quant-gguf/cuda/matvec_targets.cuh"
@@ -174,10 +174,7 @@ int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int cou
   if (k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);  // m, count, n: checked by the caller
   auto s = static_cast<cudaStream_t>(stream);
   const int mi = static_cast<int>(m);
-  static const bool prefetch_rows = [] {
-    const char* v = std::getenv("APH_GGUF_L2_BULK");
-    return v != nullptr && std::atoi(v) != 0;
-  }();
+  static const bool prefetch_rows = env_flag("APH_GGUF_L2_BULK", false);
   MatvecX xp = x;
   xp.prefetch_rows = prefetch_rows;
   cudaError_t rc = cudaErrorInvalidValue;

@@ -27,6 +27,7 @@
 #include <cstdlib>
 
 #include "core/common/cuda_async_copy.cuh"
+#include "core/common/env_flag.hpp"
 #include "plugins/quant-gguf/cuda/decode.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/tile_gemm.hpp"
@@ -200,10 +201,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // does) instead of sum_splits_kernel after the GEMM: one launch a linear
 // fewer. Opt-in: written in stop 27 without a GPU to measure it.
 bool sum_in_cta() {
-  static const bool on = [] {
-    const char* v = std::getenv("APH_GGUF_TILE_SUM_IN_CTA");
-    return v != nullptr && std::atoi(v) != 0;
-  }();
+  static const bool on = env_flag("APH_GGUF_TILE_SUM_IN_CTA", false);
   return on;
 }
 

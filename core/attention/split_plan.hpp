@@ -23,9 +23,8 @@ inline constexpr int32_t kDecodeMinPartition = 256;
 // APH_DECODE_MIN_PARTITION overrides it (docs/CONFIG.md), for measuring.
 inline int32_t decode_min_partition() {
   static const int32_t tokens = [] {
-    const char* v = std::getenv("APH_DECODE_MIN_PARTITION");
-    const int t = v == nullptr ? 0 : std::atoi(v);
-    return t > 0 ? static_cast<int32_t>(t) : kDecodeMinPartition;
+    const long t = env_int("APH_DECODE_MIN_PARTITION", 0);
+    return t > 0 && t <= (1 << 20) ? static_cast<int32_t>(t) : kDecodeMinPartition;
   }();
   return tokens;
 }

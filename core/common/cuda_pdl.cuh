@@ -17,7 +17,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <cstring>
+
+#include "core/common/env_flag.hpp"
 
 namespace aph::cuda_pdl {
 
@@ -34,10 +35,7 @@ __device__ __forceinline__ void allow_dependents() {
 }
 
 inline bool enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("APH_PDL");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = env_flag("APH_PDL", true);
   return on;
 }
 

@@ -1,4 +1,4 @@
-// On/off switches read from the environment (the APH_* experiment knobs of
+// Switches and numbers read from the environment (the APH_* knobs of
 // docs/CONFIG.md). Callers keep the result in a function-local static, so
 // the variable is read once a process. Header-only: core and plugins, host
 // code of .cu files included.
@@ -13,6 +13,16 @@ namespace aph {
 inline bool env_flag(const char* name, bool fallback) {
   const char* v = std::getenv(name);
   return v == nullptr ? fallback : std::atoi(v) != 0;
+}
+
+// The integer `name` starts with, or `fallback` when it is unset or starts
+// with no number. Callers check the range they accept.
+inline long env_int(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end == v ? fallback : n;
 }
 
 }  // namespace aph

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "core/common/env_flag.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -20,10 +22,7 @@ thread_local bool t_in_task = false;
 // nothing measurable. APH_CPU_SPIN_US overrides it (0: sleep at once, for
 // machines whose cores are shared with other work).
 std::chrono::microseconds spin_time() {
-  static const std::chrono::microseconds t = [] {
-    const char* v = std::getenv("APH_CPU_SPIN_US");
-    return std::chrono::microseconds(v != nullptr ? std::strtol(v, nullptr, 10) : 200);
-  }();
+  static const std::chrono::microseconds t(std::max(0L, env_int("APH_CPU_SPIN_US", 200)));
   return t;
 }
 

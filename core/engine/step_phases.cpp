@@ -1,14 +1,13 @@
 #include "core/engine/step_phases.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+
+#include "core/common/env_flag.hpp"
 
 namespace aph::engine {
 
 StepPhases::StepPhases() {
-  const char* v = std::getenv("APH_STEP_PHASES");
-  enabled_ = v != nullptr && std::strcmp(v, "1") == 0;
+  enabled_ = env_flag("APH_STEP_PHASES", false);
 }
 
 void StepPhases::restart() {

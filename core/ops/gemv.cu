@@ -15,6 +15,7 @@
 #include <cstdlib>
 
 #include "core/common/cuda_pdl.cuh"
+#include "core/common/env_flag.hpp"
 #include "core/ops/cuda_math.cuh"
 #include "core/ops/kernels.hpp"
 
@@ -144,14 +145,12 @@ bool valid_split(int s) { return s == 1 || s == 2 || s == 4 || s == 8; }
 // interleaved runs). APH_GEMV_SPLIT=N fixes the split.
 int choose_split(int64_t vecs) {
   static const int forced = [] {
-    const char* v = std::getenv("APH_GEMV_SPLIT");
-    const int s = v ? std::atoi(v) : 0;
-    return valid_split(s) ? s : 0;
+    const long s = env_int("APH_GEMV_SPLIT", 0);
+    return valid_split(static_cast<int>(s)) ? static_cast<int>(s) : 0;
   }();
   static const int64_t min_slice = [] {
-    const char* v = std::getenv("APH_GEMV_MIN_SLICE");
-    const int64_t s = v ? std::atoll(v) : 0;
-    return s > 0 ? s : static_cast<int64_t>(28 * kGemvDepth);
+    const long s = env_int("APH_GEMV_MIN_SLICE", 0);
+    return s > 0 ? static_cast<int64_t>(s) : static_cast<int64_t>(28 * kGemvDepth);
   }();
   if (forced) return forced;
   int split = 1;

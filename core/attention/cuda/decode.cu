@@ -469,10 +469,7 @@ cudaError_t sm_count_of_current_device(int* sm_count) {
 // from their shared memory (two cluster barriers) instead of the members
 // sending them into its mailbox.
 bool push_merge() {
-  static const bool on = [] {
-    const char* v = std::getenv("APH_DECODE_PUSH_MERGE");
-    return !(v != nullptr && v[0] == '0');
-  }();
+  static const bool on = env_flag("APH_DECODE_PUSH_MERGE", true);
   return on;
 }
 
@@ -517,10 +514,7 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
 // 214.5 / 214.6 / 215.6; Q4_K_M x64 (one run) 4177.0 / 4339.5 with 1; the
 // 135M after 512 1717.3 with 0 against 1693.5 with 2.
 int streaming_mode() {
-  static const int mode = [] {
-    const char* v = std::getenv("APH_DECODE_STREAM");
-    return v == nullptr ? 1 : std::clamp(std::atoi(v), 0, 2);
-  }();
+  static const int mode = static_cast<int>(std::clamp<long>(env_int("APH_DECODE_STREAM", 1), 0, 2));
   return mode;
 }
 
@@ -538,10 +532,7 @@ int streaming_mode() {
 // lo since, the GPU suite passed under mode 1 (stop 27); the engine A/B of
 // that form has not run.
 int mma_mode() {
-  static const int mode = [] {
-    const char* v = std::getenv("APH_DECODE_MMA");
-    return v == nullptr ? 0 : std::clamp(std::atoi(v), 0, 2);
-  }();
+  static const int mode = static_cast<int>(std::clamp<long>(env_int("APH_DECODE_MMA", 0), 0, 2));
   return mode;
 }
 

@@ -15,6 +15,7 @@
 #include "core/attention/cuda/decode_common.cuh"
 #include "core/attention/split_plan.hpp"
 #include "core/common/cuda_cluster.hpp"
+#include "core/common/env_flag.hpp"
 
 // Thread block clusters, st.async and transaction-counted mbarriers exist
 // from sm_90. On an older GPU the host never launches a cluster
@@ -99,10 +100,8 @@ __device__ __forceinline__ MailboxSlot join_mailbox(float* mailbox, uint64_t* ma
 // APH_DECODE_CLUSTER: the largest cluster (default kDecodeMaxCluster; 0 or 1
 // merges every split through the workspace).
 inline int max_cluster() {
-  static const int n = [] {
-    const char* v = std::getenv("APH_DECODE_CLUSTER");
-    return v == nullptr ? kDecodeMaxCluster : std::clamp(std::atoi(v), 1, kDecodeMaxCluster);
-  }();
+  static const int n =
+      static_cast<int>(std::clamp<long>(env_int("APH_DECODE_CLUSTER", kDecodeMaxCluster), 1, kDecodeMaxCluster));
   return n;
 }
 

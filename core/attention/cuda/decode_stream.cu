@@ -45,6 +45,7 @@
 #include "core/attention/split_plan.hpp"
 #include "core/common/cuda_async_copy.cuh"
 #include "core/common/cuda_pdl.cuh"
+#include "core/common/env_flag.hpp"
 
 namespace aph::attention::cuda {
 namespace {
@@ -305,9 +306,8 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
 // splits: fewer partials to merge, less parallelism.
 int min_split_tokens() {
   static const int n = [] {
-    const char* v = std::getenv("APH_DECODE_STREAM_SPLIT_TOKENS");
-    const int t = v == nullptr ? 0 : std::atoi(v);
-    return t > 0 ? t : kDecodeMinSplitTokens;
+    const long t = env_int("APH_DECODE_STREAM_SPLIT_TOKENS", 0);
+    return t > 0 && t <= (1 << 20) ? static_cast<int>(t) : kDecodeMinSplitTokens;
   }();
   return n;
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/common/env_flag.hpp"
 #include "core/common/error.hpp"
 
 namespace aph::model {
@@ -60,10 +61,7 @@ void LlamaGraph::reserve(int64_t t) {
 
 namespace {
 bool fused_rope_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("APH_FUSED_ROPE");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = env_flag("APH_FUSED_ROPE", true);
   return on;
 }
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/common/error.hpp"
+#include "core/common/env_flag.hpp"
 #include "plugins/quant-gguf/plugin_state.hpp"
 
 #ifdef APH_HAVE_CUDA
@@ -36,21 +37,13 @@ void* alloc(PluginState& st, int32_t device, uint64_t bytes, const std::string& 
   return p;
 }
 
-// A switch that is on unless the environment sets it to "0" (read once by
-// each caller's static).
-bool on_unless_zero(const char* name) {
-  const char* env = std::getenv(name);
-  return !(env && std::string(env) == "0");
-}
-
 // Bytes of F16/BF16 a dequantized tile holds (APH_GGUF_TILE_MB, default 64):
 // a smaller tile can stay in L2 between the dequantization and the GEMM, a
 // larger one costs fewer launches.
 int64_t tile_bytes() {
   static const int64_t bytes = [] {
-    const char* env = std::getenv("APH_GGUF_TILE_MB");
-    const long mb = env ? std::atol(env) : 0;
-    return int64_t{mb > 0 ? mb : 64} << 20;
+    const long mb = env_int("APH_GGUF_TILE_MB", 64);
+    return int64_t{mb > 0 && mb <= 65536 ? mb : 64} << 20;
   }();
   return bytes;
 }
@@ -58,7 +51,7 @@ int64_t tile_bytes() {
 // APH_GGUF_TILE_GEMM=0 sends batches of 33..128 rows to the dequantize +
 // cuBLAS path instead of the tile GEMM (to compare the two).
 bool tile_gemm_enabled() {
-  static const bool on = on_unless_zero("APH_GGUF_TILE_GEMM");
+  static const bool on = env_flag("APH_GGUF_TILE_GEMM", true);
   return on;
 }
 
@@ -68,19 +61,19 @@ bool tile_gemm_enabled() {
 // The MLP's silu(gate) * up quantized by one kernel for a matvec that reads
 // a quantized x (the k-quants'), instead of silu_mul + quantization.
 bool silu_quantization_enabled() {
-  static const bool on = on_unless_zero("APH_GGUF_SILU_QUANT");
+  static const bool on = env_flag("APH_GGUF_SILU_QUANT", true);
   return on;
 }
 
 bool cta_quantization_enabled() {
-  static const bool on = on_unless_zero("APH_GGUF_CTA_QUANT");
+  static const bool on = env_flag("APH_GGUF_CTA_QUANT", true);
   return on;
 }
 
 // A batch-1 projection group after a residual add norms its x itself (no
 // add_rms_norm launch); APH_GGUF_FUSED_NORM=0 leaves the norm to the host.
 bool fused_norm_enabled() {
-  static const bool on = on_unless_zero("APH_GGUF_FUSED_NORM");
+  static const bool on = env_flag("APH_GGUF_FUSED_NORM", true);
   return on;
 }
 

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "core/common/cuda_pdl.cuh"
+#include "core/common/env_flag.hpp"
 #include "plugins/quant-gguf/cuda/decode.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/kernels.hpp"
@@ -353,9 +354,8 @@ __global__ void gather_rows_kernel(const uint16_t* w, int64_t n, int64_t k, cons
 // 1723.5-1726.0 tok/s with 4 against 1706.8-1716.6 with 8.
 int short_rows_per_warp() {
   static const int rows = [] {
-    const char* v = std::getenv("APH_GGUF_SHORT_ROWS");
-    const int r = v == nullptr ? 4 : std::atoi(v);
-    return r == 1 || r == 8 ? r : 4;
+    const long r = env_int("APH_GGUF_SHORT_ROWS", 4);
+    return r == 1 || r == 8 ? static_cast<int>(r) : 4;
   }();
   return rows;
 }
@@ -478,10 +478,7 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
   if (m < 1 || m > 8 || count < 1 || count > kMaxMatvecTargets) return static_cast<int>(cudaErrorInvalidValue);
   if (x.raw && (m != 1 || !fits_in_cta_quantization(type, k) || reinterpret_cast<uintptr_t>(x.raw) % 16 != 0))
     return static_cast<int>(cudaErrorInvalidValue);
-  static const bool preload = [] {
-    const char* v = std::getenv("APH_GGUF_PRELOAD");
-    return !(v != nullptr && v[0] == '0');
-  }();
+  static const bool preload = env_flag("APH_GGUF_PRELOAD", true);
   if (x.up && (!x.raw || reinterpret_cast<uintptr_t>(x.up) % 16 != 0)) return static_cast<int>(cudaErrorInvalidValue);
   if (x.norm_w && (!x.raw || x.up || reinterpret_cast<uintptr_t>(x.delta) % 16 != 0 ||
                    reinterpret_cast<uintptr_t>(x.residual_out) % 16 != 0))

@@ -214,10 +214,7 @@ bool sum_in_cta() {
 // Q4_K_M x64 (with streaming decode attention, one run each): 4339.5 /
 // 5237.2 / 4929.1 tok/s.
 int kernel_form() {
-  static const int form = [] {
-    const char* v = std::getenv("APH_GGUF_TILE_OVERLAP");
-    return v == nullptr ? 2 : std::clamp(std::atoi(v), 0, 3);
-  }();
+  static const int form = static_cast<int>(std::clamp<long>(env_int("APH_GGUF_TILE_OVERLAP", 2), 0, 3));
   return form;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/common/error.hpp"
+#include "core/common/env_flag.hpp"
 
 namespace aph::samplers {
 
@@ -18,10 +19,7 @@ void* upload_bytes(PluginState& st, const std::string& key, const void* data, si
 
 namespace {
 bool live_lists_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("APH_SAMPLER_LIVE_LIST");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = env_flag("APH_SAMPLER_LIVE_LIST", true);
   return on;
 }
 }  // namespace

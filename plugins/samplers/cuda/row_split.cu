@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/common/cuda_cluster.hpp"
+#include "core/common/env_flag.hpp"
 
 namespace aph::samplers::cuda {
 
@@ -23,9 +24,8 @@ int device_major(int device) {
 }
 int forced_blocks() {
   static const int forced = [] {
-    const char* v = std::getenv("APH_ROW_BLOCKS");
-    const int f = v != nullptr ? std::atoi(v) : 0;
-    return f == 1 || f == 2 || f == 4 || f == 8 || f == 16 ? f : 0;
+    const long f = env_int("APH_ROW_BLOCKS", 0);
+    return f == 1 || f == 2 || f == 4 || f == 8 || f == 16 ? static_cast<int>(f) : 0;
   }();
   return forced;
 }

@@ -10,7 +10,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/log.hpp"
-#include "server/device.hpp"
+#include "core/common/device_choice.hpp"
 #include "server/engine_facade.hpp"
 #include "server/http/builtin_routes.hpp"
 #include "server/http/http_server.hpp"

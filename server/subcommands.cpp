@@ -5,7 +5,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/log.hpp"
-#include "server/device.hpp"
+#include "core/common/device_choice.hpp"
 #include "server/engine_facade.hpp"
 
 namespace aph::server {

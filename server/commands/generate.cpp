@@ -24,7 +24,7 @@
 #include "core/model/model_runner.hpp"
 #include "core/model/sequence.hpp"
 #include "core/text/incremental_detokenizer.hpp"
-#include "server/device.hpp"
+#include "core/common/device_choice.hpp"
 #include "server/subcommands.hpp"
 
 namespace aph::server {

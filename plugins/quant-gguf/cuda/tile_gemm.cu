@@ -18,6 +18,16 @@
 // the copies just before the barrier: one round trip a step. Form 3
 // (APH_GGUF_TILE_OVERLAP=3) is the pipelined kernel of
 // tile_gemm_pipelined.cu, which copies each step's inputs two steps ahead.
+//
+// Form 4 (APH_GGUF_TILE_OVERLAP=4) is form 2 with a thread's addresses set
+// up once before the k loop. In form 2's SASS (this machine's sm_90 build,
+// Q4_K into BF16) the loop is 662 instructions a warp step, 64 of them MMAs,
+// and about 220 (0x0c00-0x19d0) compute the eight x copies' addresses and
+// bounds in 64-bit arithmetic every step: (m0 + r) * k + k0 + v * 8 and two
+// 64-bit compares a copy. A thread's copies are rows r0 + 8u of one column
+// v, its two W chunks one chunk index of two rows, so only k0 moves: form 4
+// keeps x's row pointer, how many of its copies are inside m, and the two W
+// row pointers, and adds 32-bit offsets a step.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -55,7 +65,7 @@ constexpr int kMaxSplits = 16;
 // unbounded). Forms 0 and 1 keep ptxas's own choice: a minimum of one CTA
 // an SM let it take 254.
 template <int TYPE, typename T, int kForm>
-__global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
+__global__ void __launch_bounds__(kThreads, kForm == 2 || kForm == 4 ? 4 : 0)
     tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
                      const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                      unsigned* __restrict__ tile_counts, int steps_per_split) {
@@ -75,7 +85,7 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
   const int64_t s_begin = static_cast<int64_t>(split) * steps_per_split;
   const int64_t s_end = min(steps, s_begin + steps_per_split);
 
-  constexpr bool kOverlap = kForm >= 1, kPtxMma = kForm == 2;
+  constexpr bool kOverlap = kForm >= 1, kPtxMma = kForm == 2 || kForm == 4, kHoisted = kForm == 4;
   const int lane = tid % 32;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kPtxMma ? 1 : kBM / 16];
   tile::Acc mma_acc = {};  // kPtxMma only
@@ -84,9 +94,52 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 ? 4 : 0)
     for (int j = 0; j < kBM / 16; ++j) wmma::fill_fragment(acc[j], 0.0f);
   }
 
+  // Form 4's per-thread set-up (see the top): x copy u of a step is row
+  // xr + 8u, column k0 + 8 xv; the W chunks are rows wr and wr + 32, chunk
+  // k0 / 32 + wc. 32-bit offsets: the host keeps m * k under 2^31.
+  constexpr int kXCopies = kBM * (kBK / 8) / kThreads;
+  const int xr = tid / (kBK / 8), xv = tid % (kBK / 8);
+  const int64_t x_rows_left = m - (m0 + xr);  // rows of this thread's column still inside m
+  const int x_copies_inside = x_rows_left <= 0 ? 0 : static_cast<int>(min((x_rows_left + 7) / 8, static_cast<int64_t>(kXCopies)));
+  // Past m for some threads: a copy of 0 bytes reads nothing (cp.async
+  // fills zeros), so the address needs no clamp.
+  const T* x_thread = x + (m0 + xr) * k + xv * 8;
+  const int x_row_step = 8 * static_cast<int>(k);
+  T* xs_thread = x_s + xr * kLd + xv * 8;
+  const int wr = tid / 4, wc = tid % 4;
+  const uint8_t* w_rows[2];
+#pragma unroll
+  for (int u = 0; u < 2; ++u) w_rows[u] = w + min(n0 + wr + 32 * u, n - 1) * rb;
+
   for (int64_t s = s_begin; s < s_end; ++s) {
     const int64_t k0 = s * kBK;
-    if constexpr (kOverlap) {
+    if constexpr (kHoisted) {
+      const int col = static_cast<int>(k0) + xv * 8;
+      const int x_inside = col < k ? x_copies_inside : 0;
+      int x_offset = static_cast<int>(k0);
+#pragma unroll
+      for (int u = 0; u < kXCopies; ++u, x_offset += x_row_step)
+        cuda_async::cp_async_16(xs_thread + u * 8 * kLd, x_thread + x_offset, u < x_inside ? 16 : 0);
+      cuda_async::cp_async_commit();
+      // Both chunks share the chunk index; only their rows differ.
+      const int cc = min(static_cast<int>(k0 / 32) + wc, static_cast<int>(chunks) - 1);
+      const int blk = cc / kChunksPerBlock, j = cc % kChunksPerBlock;
+      Chunk ch[2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) decode_chunk<TYPE>(w_rows[u], nb, blk, j, ch[u]);
+      // Stored as decoded, not zeroed outside W: a clamped row past n only
+      // feeds outputs that write_tile drops, and a clamped chunk past k
+      // meets x columns that the copies above filled with zeros.
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        uint32_t packed[16];
+        pack_chunk_for_gemm<TYPE, T>(ch[u], packed);
+        auto* dst = reinterpret_cast<uint4*>(w_s + (wr + 32 * u) * kLd + wc * 32);
+#pragma unroll
+        for (int v = 0; v < 4; ++v) dst[v] = make_uint4(packed[4 * v], packed[4 * v + 1], packed[4 * v + 2], packed[4 * v + 3]);
+      }
+      cuda_async::cp_async_wait<0>();
+    } else if constexpr (kOverlap) {
       // x first, as copies that land while W decodes; zeros past m and k.
 #pragma unroll
       for (int u = 0; u < kBM * (kBK / 8) / kThreads; ++u) {
@@ -214,7 +267,7 @@ bool sum_in_cta() {
 // Q4_K_M x64 (with streaming decode attention, one run each): 4339.5 /
 // 5237.2 / 4929.1 tok/s.
 int kernel_form() {
-  static const int form = static_cast<int>(std::clamp<long>(env_int("APH_GGUF_TILE_OVERLAP", 2), 0, 3));
+  static const int form = static_cast<int>(std::clamp<long>(env_int("APH_GGUF_TILE_OVERLAP", 2), 0, 4));
   return form;
 }
 
@@ -250,6 +303,9 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
       case 2:
         tile_gemm_kernel<kType, T, 2><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);
         break;
+      case 4:
+        tile_gemm_kernel<kType, T, 4><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);
+        break;
       default:
         tile_gemm_kernel<kType, T, 0><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);
     }
@@ -283,7 +339,9 @@ uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count) {
 int launch_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const void* x, int64_t m,
                      const float* bias, void* y, bool bf16, const TileGemmScratch& scratch, int sm_count,
                      void* stream) {
-  if (m < 1 || m > kTileGemmMaxM || k % 32 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0)
+  // k under 2^24: form 4 offsets x (m * k elements) in 32-bit arithmetic.
+  if (m < 1 || m > kTileGemmMaxM || k % 32 != 0 || k >= (int64_t{1} << 24) ||
+      reinterpret_cast<uintptr_t>(x) % 16 != 0)
     return static_cast<int>(cudaErrorInvalidValue);
   if (tile_gemm_splits(n, k, m, sm_count) > 1 && scratch.partials == nullptr)
     return static_cast<int>(cudaErrorInvalidValue);

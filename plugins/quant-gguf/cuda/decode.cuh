@@ -319,6 +319,40 @@ __device__ __forceinline__ void decode_chunk(const uint8_t* row, int64_t nb, int
     D::chunk(row + blk * D::kStride, j, c);
 }
 
+// Chunks c and c + 1 (c even) of a row of `chunks` chunks, each index past
+// the row clamped to a chunk inside it (the caller zeroes what meets it):
+// the tile GEMM's form 4 decodes a row's chunks in pairs. Q4_K's pair is
+// one sub-block pair of one block (its chunks come in eights), whose codes
+// share their 32 bytes (low and high nibbles): one 16-byte header load and
+// two code loads for both, against seven loads a chunk through
+// Decoder<12>::chunk (two 2-byte, three 1-byte, two 16-byte). Other types
+// decode the two chunks apart.
+template <int TYPE>
+__device__ __forceinline__ void decode_chunk_pair(const uint8_t* row, int64_t nb, int c, int chunks, Chunk& lo,
+                                                  Chunk& hi) {
+  using D = Decoder<TYPE>;
+  constexpr int kChunksPerBlock = D::kBlock / 32;
+  if constexpr (TYPE == 12) {
+    c = min(c, chunks - 2);
+    const uint8_t* b = row + static_cast<int64_t>(c / kChunksPerBlock) * D::kStride;
+    const int part = (c % kChunksPerBlock) / 2;
+    const int4 head = ld_weights(b), q0 = ld_weights(b + 16 + 32 * part), q1 = ld_weights(b + 32 + 32 * part);
+    const K4Factors f = k4_pair_factors(head, part);
+    set_affine(lo, f.da, -f.ma);
+    set_affine(hi, f.db, -f.mb);
+    const int w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      lo.q[i] = w[i] & 0x0F0F0F0F;
+      hi.q[i] = (w[i] >> 4) & 0x0F0F0F0F;
+    }
+  } else {
+    const int c_lo = min(c, chunks - 1), c_hi = min(c + 1, chunks - 1);
+    decode_chunk<TYPE>(row, nb, c_lo / kChunksPerBlock, c_lo % kChunksPerBlock, lo);
+    decode_chunk<TYPE>(row, nb, c_hi / kChunksPerBlock, c_hi % kChunksPerBlock, hi);
+  }
+}
+
 // The 32 values of a decoded chunk in T (F16/BF16), two per word, rounded as
 // the CPU reference does: each product and sum separately.
 template <int TYPE, typename T>

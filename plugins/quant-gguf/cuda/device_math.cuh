@@ -42,6 +42,31 @@ __device__ __forceinline__ int4 ld_weights(const void* p) {
   return v;
 }
 
+// Q4_K and Q5_K: the factors of sub-blocks 2 * part and 2 * part + 1 (ggml's
+// get_scale_min_k4) from the block's 16-byte header: d, dmin, then the scale
+// bytes S[0..3], S[4..7], S[8..11]. da, db: d * scale; ma, mb: dmin * min.
+struct K4Factors {
+  float da, db, ma, mb;
+};
+__device__ __forceinline__ K4Factors k4_pair_factors(const int4& head, int part) {
+  const int sh = 16 * (part & 1);
+  const unsigned lo = static_cast<unsigned>(head.y) >> sh,
+                 mid = static_cast<unsigned>(head.z) >> sh,
+                 hi = static_cast<unsigned>(head.w) >> sh;
+  unsigned sc, mn;
+  if (part < 2) {
+    sc = lo & 0x3F3Fu;
+    mn = mid & 0x3F3Fu;
+  } else {
+    sc = (hi & 0x0F0Fu) | ((lo >> 2) & 0x3030u);
+    mn = ((hi >> 4) & 0x0F0Fu) | ((mid >> 2) & 0x3030u);
+  }
+  const int bits = head.x;
+  const float2 dm = __half22float2(*reinterpret_cast<const __half2*>(&bits));
+  return {dm.x * static_cast<float>(sc & 0xFF), dm.x * static_cast<float>(sc >> 8),
+          dm.y * static_cast<float>(mn & 0xFF), dm.y * static_cast<float>(mn >> 8)};
+}
+
 // Pulls bytes [p, p + n) into L2, one prefetch per 128-byte line spread over
 // the warp's lanes (all lanes call). A matvec issues it for its first rows
 // before it waits for the kernel that writes x: weights never depend on it.

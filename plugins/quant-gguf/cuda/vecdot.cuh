@@ -54,27 +54,13 @@ struct CodesK4 {
   float da, db, ma, mb;  // d*sc and dmin*m of each sub-block
 };
 
-// The factors of sub-blocks 2*part and 2*part+1 (get_scale_min_k4) from
-// the 16-byte header: d, dmin, then scale bytes S[0..3], S[4..7], S[8..11].
+// The factors of sub-blocks 2*part and 2*part+1 (device_math.cuh).
 __device__ __forceinline__ void k4_factors(const int4& head, int part, CodesK4& c) {
-  const int sh = 16 * (part & 1);
-  const unsigned lo = static_cast<unsigned>(head.y) >> sh,
-                 mid = static_cast<unsigned>(head.z) >> sh,
-                 hi = static_cast<unsigned>(head.w) >> sh;
-  unsigned sc, mn;
-  if (part < 2) {
-    sc = lo & 0x3F3Fu;
-    mn = mid & 0x3F3Fu;
-  } else {
-    sc = (hi & 0x0F0Fu) | ((lo >> 2) & 0x3030u);
-    mn = ((hi >> 4) & 0x0F0Fu) | ((mid >> 2) & 0x3030u);
-  }
-  const int bits = head.x;
-  const float2 dm = __half22float2(*reinterpret_cast<const __half2*>(&bits));
-  c.da = dm.x * static_cast<float>(sc & 0xFF);
-  c.db = dm.x * static_cast<float>(sc >> 8);
-  c.ma = dm.y * static_cast<float>(mn & 0xFF);
-  c.mb = dm.y * static_cast<float>(mn >> 8);
+  const K4Factors f = k4_pair_factors(head, part);
+  c.da = f.da;
+  c.db = f.db;
+  c.ma = f.ma;
+  c.mb = f.mb;
 }
 
 __device__ __forceinline__ float dot_k4(const CodesK4& c, const X64& x) {

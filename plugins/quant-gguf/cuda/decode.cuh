@@ -325,26 +325,70 @@ __device__ __forceinline__ void decode_chunk(const uint8_t* row, int64_t nb, int
 // one sub-block pair of one block (its chunks come in eights), whose codes
 // share their 32 bytes (low and high nibbles): one 16-byte header load and
 // two code loads for both, against seven loads a chunk through
-// Decoder<12>::chunk (two 2-byte, three 1-byte, two 16-byte). Other types
+// Decoder<12>::chunk (two 2-byte, three 1-byte, two 16-byte); Q5_K adds two
+// loads of the 32 high-bit bytes both share (21 a chunk apart). Q6_K's pair
+// (chunks 2v, 2v + 1 of a block) is 64 adjacent bytes of low codes, 32
+// shared bytes of high bits and 4 adjacent scales: 8 loads for both, against
+// 19 a chunk (4-byte code loads) through Decoder<14>::chunk. Other types
 // decode the two chunks apart.
 template <int TYPE>
 __device__ __forceinline__ void decode_chunk_pair(const uint8_t* row, int64_t nb, int c, int chunks, Chunk& lo,
                                                   Chunk& hi) {
   using D = Decoder<TYPE>;
   constexpr int kChunksPerBlock = D::kBlock / 32;
-  if constexpr (TYPE == 12) {
+  if constexpr (TYPE == 12 || TYPE == 13) {
+    // Q4_K: header, qs[128]; Q5_K: header, qh[32], qs[128], the 5th bit of
+    // element 32 j + l at bit j of qh[l].
+    constexpr int kCodes = TYPE == 12 ? 16 : 48;
     c = min(c, chunks - 2);
     const uint8_t* b = row + static_cast<int64_t>(c / kChunksPerBlock) * D::kStride;
     const int part = (c % kChunksPerBlock) / 2;
-    const int4 head = ld_weights(b), q0 = ld_weights(b + 16 + 32 * part), q1 = ld_weights(b + 32 + 32 * part);
+    const int4 head = ld_weights(b);
+    const int4 q[2] = {ld_weights(b + kCodes + 32 * part), ld_weights(b + kCodes + 16 + 32 * part)};
+    int4 qh[2] = {};
+    if constexpr (TYPE == 13) qh[0] = ld_weights(b + 16), qh[1] = ld_weights(b + 32);
     const K4Factors f = k4_pair_factors(head, part);
     set_affine(lo, f.da, -f.ma);
     set_affine(hi, f.db, -f.mb);
-    const int w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      lo.q[i] = w[i] & 0x0F0F0F0F;
-      hi.q[i] = (w[i] >> 4) & 0x0F0F0F0F;
+      const int w = int4_at(q[i / 4], i % 4);
+      lo.q[i] = w & 0x0F0F0F0F;
+      hi.q[i] = (w >> 4) & 0x0F0F0F0F;
+      if constexpr (TYPE == 13) {
+        const int high = int4_at(qh[i / 4], i % 4);
+        lo.q[i] |= ((high >> (2 * part)) & 0x01010101) << 4;
+        hi.q[i] |= ((high >> (2 * part + 1)) & 0x01010101) << 4;
+      }
+    }
+  } else if constexpr (TYPE == 14) {
+    // The split layout of Decoder<14>: codes (ql 128, qh 64 bytes a block),
+    // then the scales (16 a block), then d. Chunk j = 4 h + v of a block:
+    // low nibbles (shift 4 (v / 2)) of ql[64 h + 32 (v % 2) ..], high bits
+    // (shift 2 v) of qh[32 h ..], scales[8 h + 2 v ..].
+    c = min(c, chunks - 2);
+    const int64_t blk = c / kChunksPerBlock;
+    const int j = c % kChunksPerBlock, h = j / 4, v = j % 4;  // v even
+    const uint8_t* b = row + 192 * blk;
+    const int4 l[4] = {ld_weights(b + 64 * h), ld_weights(b + 64 * h + 16), ld_weights(b + 64 * h + 32),
+                       ld_weights(b + 64 * h + 48)};
+    const int4 qh[2] = {ld_weights(b + 128 + 32 * h), ld_weights(b + 128 + 32 * h + 16)};
+    const int scales = ld32(row + 192 * nb + 16 * blk + 8 * h + 2 * v);
+    const float d = ld_f16(row + 208 * nb + 2 * blk);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      lo.a[k] = d * static_cast<float>(static_cast<int8_t>(scales >> (8 * k)));
+      hi.a[k] = d * static_cast<float>(static_cast<int8_t>(scales >> (8 * (k + 2))));
+      lo.b[k] = hi.b[k] = 0.0f;
+    }
+    const int lshift = 4 * (v / 2);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int high = int4_at(qh[i / 4], i % 4);
+      const int lo_codes = (int4_at(l[i / 4], i % 4) >> lshift) & 0x0F0F0F0F;
+      const int hi_codes = (int4_at(l[2 + i / 4], i % 4) >> lshift) & 0x0F0F0F0F;
+      lo.q[i] = __vsub4(lo_codes | (((high >> (2 * v)) & 0x03030303) << 4), 0x20202020);
+      hi.q[i] = __vsub4(hi_codes | (((high >> (2 * v + 2)) & 0x03030303) << 4), 0x20202020);
     }
   } else {
     const int c_lo = min(c, chunks - 1), c_hi = min(c + 1, chunks - 1);

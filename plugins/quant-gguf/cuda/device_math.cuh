@@ -31,6 +31,11 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Word i of v (i known at compile time where it is unrolled).
+__device__ __forceinline__ int int4_at(const int4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
 // Weights are read once per matvec: keep them out of L1, which holds the
 // activations every warp of the SM re-reads, and let L2 fetch 256 bytes
 // (each warp reads whole consecutive blocks). p must be 16-byte aligned.

@@ -27,9 +27,10 @@
 // 64-bit compares a copy. A thread's copies are rows r0 + 8u of one column
 // v, so only k0 moves: form 4 keeps x's row pointer and how many of its
 // copies are inside m, and adds 32-bit offsets a step. Its two W chunks are
-// a pair of one row (decode_chunk_pair), so that Q4_K's share their header
-// and code loads (3 loads a step against 14). Loop: 431 instructions a warp
-// step for Q4_K, 665 for Q6_K (813 in form 2), 96 registers.
+// a pair of one row (decode_chunk_pair), so that the k-quants' share their
+// loads (Q4_K 3 a step against 14, Q6_K 8 against 38). Loop: 431
+// instructions a warp step for Q4_K (662 in form 2), 613 for Q6_K (813),
+// 90-96 registers.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

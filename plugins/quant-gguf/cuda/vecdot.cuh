@@ -20,10 +20,6 @@
 
 namespace aph::gguf::cuda {
 
-__device__ __forceinline__ int int4_at(const int4& v, int i) {
-  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
 __device__ __forceinline__ int dot16(const int* q, const int4& x, int acc) {
   acc = __dp4a(q[0], x.x, acc);
   acc = __dp4a(q[1], x.y, acc);

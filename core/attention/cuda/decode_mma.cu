@@ -50,6 +50,7 @@
 #include "core/attention/cuda/decode_tail.cuh"
 #include "core/attention/cuda/kv_types.cuh"
 #include "core/attention/decode_partition.hpp"
+#include "core/attention/decode_tile_copy.hpp"
 #include "core/attention/split_plan.hpp"
 #include "core/common/cuda_async_copy.cuh"
 #include "core/common/cuda_mma.cuh"
@@ -227,29 +228,36 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
   auto k_tile = [&](int step) { return ring + (step % kStages) * S::kStageBytes; };
   const int fresh = ctx - 1;
 
+  // The copies' addressing (decode_tile_copy.hpp): this lane's rows, cache
+  // and ring offsets once, the step's blocks once a step.
+  const TileLane<kTile, S::kChunks> copies(lane, static_cast<int32_t>(slot_stride), S::kStride);
+  const int32_t shift = block_shift(bs);
+  const uint8_t* k_head = p.k_cache + head_off;
+  const uint8_t* v_head = p.v_cache + head_off;
+
   // Step `step`'s K and V rows into their slot, zeros past the range; before
   // the wait, not the newest row. One commit group a call, so the group count
   // stays the step count.
   auto issue = [&](int step, bool before_wait) {
     if (step < steps) {
       const int t0 = tile_start(step);
-      const int idx0 = t0 / bs, off0 = t0 - idx0 * bs;
-      const int32_t blk0 = table[idx0];
-      // The next block, where the step runs into it (bs >= kTile: at most one).
-      const bool spans = off0 + kTile > bs && t0 + (bs - off0) < end;
-      const int32_t blk1 = spans ? table[idx0 + 1] : blk0;
+      TileStep st = tile_step<kTile>(t0, end, table, bs, shift, static_cast<int32_t>(slot_stride));
+      // Kept as values: the compiler otherwise folds the copies' choice
+      // between the two bases into a choice of block, and multiplies again
+      // in every copy.
+      asm("" : "+l"(st.base0), "+l"(st.base1));
       uint8_t* kt = k_tile(step);
 #pragma unroll
       for (int u = 0; u < S::kCopyRounds; ++u) {
-        const int i = lane + 32 * u, row = i / S::kChunks, chunk = i % S::kChunks;
-        const int tok = t0 + row;
-        if (i >= S::kPieces || (before_wait && tok == fresh)) continue;
-        const bool valid = tok < end;
-        const int in = off0 + row;
-        const size_t off = valid ? (in < bs ? row_offset(blk0, in, chunk) : row_offset(blk1, in - bs, chunk)) : 0;
-        uint8_t* dst = kt + row * S::kStride + chunk * 16;
-        cp_async_16(dst, p.k_cache + off, valid ? 16 : 0);
-        cp_async_16(dst + S::kTileBytes, p.v_cache + off, valid ? 16 : 0);
+        if (S::kPieces % 32 != 0 && copies.row[u] >= kTile) continue;  // no piece
+        if (before_wait && copies.row[u] == fresh - t0) continue;      // copied after the wait
+        // Rows past the range copy nothing (0 bytes: cp.async zero-fills
+        // and reads nothing), so their address needs no guard.
+        const int64_t off = st.offset(copies, u);
+        const int bytes = st.valid(copies, u) ? 16 : 0;
+        uint8_t* dst = kt + copies.ring[u];
+        cp_async_16(dst, k_head + off, bytes);
+        cp_async_16(dst + S::kTileBytes, v_head + off, bytes);
       }
     }
     cp_async_commit();

@@ -162,13 +162,35 @@ __global__ void rope_kernel(RopeLaunch a) {
 }
 
 template <typename T>
+__device__ __forceinline__ T silu_times(T g, T u) {
+  const float gf = to_f(g);
+  return from_f<T>(gf / (1.0f + __expf(-gf)) * to_f(u));
+}
+
+// kVec elements a thread at a time: 16-byte pieces when the rows allow
+// (silu_mul checks), else one. The element form read 2 bytes a load: at 64
+// rows of 14336 (the 8B's MLP at batch 64) it moved 5.5 MB in 5.5 us (stop
+// 20's trace), about 1 TB/s.
+template <typename T, int kVec>
 __global__ void silu_mul_kernel(const T* gate, const T* up, int64_t in_stride, int64_t n, T* out) {
   cuda_pdl::allow_dependents();
   cuda_pdl::wait_for_producer();
   const int64_t r = blockIdx.y;
-  for (int64_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = to_f(gate[r * in_stride + j]);
-    out[r * n + j] = from_f<T>(g / (1.0f + __expf(-g)) * to_f(up[r * in_stride + j]));
+  const int64_t pieces = n / kVec;
+  for (int64_t j = blockIdx.x * blockDim.x + threadIdx.x; j < pieces; j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if constexpr (kVec == 1) {
+      out[r * n + j] = silu_times(gate[r * in_stride + j], up[r * in_stride + j]);
+    } else {
+      const uint4 gv = *reinterpret_cast<const uint4*>(gate + r * in_stride + j * kVec);
+      const uint4 uv = *reinterpret_cast<const uint4*>(up + r * in_stride + j * kVec);
+      uint4 ov;
+      const T* ge = reinterpret_cast<const T*>(&gv);
+      const T* ue = reinterpret_cast<const T*>(&uv);
+      T* oe = reinterpret_cast<T*>(&ov);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) oe[e] = silu_times(ge[e], ue[e]);
+      *reinterpret_cast<uint4*>(out + r * n + j * kVec) = ov;
+    }
   }
 }
 
@@ -267,8 +289,13 @@ int silu_mul(const void* gate, const void* up, int64_t in_stride, int64_t m, int
   if (m == 0 || n == 0) return 0;
   return dispatch(dtype, [&](auto t) {
     using T = decltype(t);
-    dim3 grid(static_cast<unsigned>((n + 255) / 256), static_cast<unsigned>(m));
-    cuda_pdl::launch_dependent(silu_mul_kernel<T>, grid, dim3(256), 0, S(stream), static_cast<const T*>(gate),
+    constexpr int kVec = 16 / sizeof(T);
+    const bool whole = n % kVec == 0 && in_stride % kVec == 0 && reinterpret_cast<uintptr_t>(gate) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(up) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+    const int64_t pieces = whole ? n / kVec : n;
+    dim3 grid(static_cast<unsigned>((pieces + 255) / 256), static_cast<unsigned>(m));
+    auto kernel = whole ? silu_mul_kernel<T, kVec> : silu_mul_kernel<T, 1>;
+    cuda_pdl::launch_dependent(kernel, grid, dim3(256), 0, S(stream), static_cast<const T*>(gate),
                                static_cast<const T*>(up), in_stride, n, static_cast<T*>(out));
   });
 }

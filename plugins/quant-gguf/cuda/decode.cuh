@@ -331,65 +331,115 @@ __device__ __forceinline__ void decode_chunk(const uint8_t* row, int64_t nb, int
 // shared bytes of high bits and 4 adjacent scales: 8 loads for both, against
 // 19 a chunk (4-byte code loads) through Decoder<14>::chunk. Other types
 // decode the two chunks apart.
+//
+// For those three the loads (load_chunk_pair, into PairBytes) and the
+// decoding (decode_pair_bytes) also come apart, so that a loop can load its
+// next step's pair before it decodes this one.
+template <int TYPE>
+struct PairBytes {
+  static constexpr bool kLoads = false;
+};
+template <>
+struct PairBytes<12> {  // Q4_K: header (d, dmin, scales), codes of sub-blocks 2 part, 2 part + 1
+  static constexpr bool kLoads = true;
+  int4 head, q[2];
+  int part;
+};
+template <>
+struct PairBytes<13> {  // Q5_K: as Q4_K, and the 32 high-bit bytes
+  static constexpr bool kLoads = true;
+  int4 head, q[2], qh[2];
+  int part;
+};
+template <>
+struct PairBytes<14> {  // Q6_K: 64 bytes of low codes, 32 of high bits, 4 scales, d
+  static constexpr bool kLoads = true;
+  int4 l[4], qh[2];
+  int scales;
+  uint32_t d_bits;
+  int v;  // the pair's first chunk in its half block: 0 or 2
+};
+
+template <int TYPE>
+__device__ __forceinline__ void load_chunk_pair(const uint8_t* row, int64_t nb, int c, int chunks, PairBytes<TYPE>& p) {
+  using D = Decoder<TYPE>;
+  constexpr int kChunksPerBlock = D::kBlock / 32;
+  c = min(c, chunks - 2);
+  if constexpr (TYPE == 12 || TYPE == 13) {
+    // Q4_K: header, qs[128]; Q5_K: header, qh[32], qs[128].
+    constexpr int kCodes = TYPE == 12 ? 16 : 48;
+    const uint8_t* b = row + static_cast<int64_t>(c / kChunksPerBlock) * D::kStride;
+    p.part = (c % kChunksPerBlock) / 2;
+    p.head = ld_weights(b);
+    p.q[0] = ld_weights(b + kCodes + 32 * p.part);
+    p.q[1] = ld_weights(b + kCodes + 16 + 32 * p.part);
+    if constexpr (TYPE == 13) p.qh[0] = ld_weights(b + 16), p.qh[1] = ld_weights(b + 32);
+  } else {
+    // The split layout of Decoder<14>: codes (ql 128, qh 64 bytes a block),
+    // then the scales (16 a block), then d. Chunk j = 4 h + v of a block:
+    // low nibbles (shift 4 (v / 2)) of ql[64 h + 32 (v % 2) ..], high bits
+    // (shift 2 v) of qh[32 h ..], scales[8 h + 2 v ..].
+    static_assert(TYPE == 14, "no shared-load pair for this type");
+    const int64_t blk = c / kChunksPerBlock;
+    const int j = c % kChunksPerBlock, h = j / 4;
+    p.v = j % 4;  // even
+    const uint8_t* b = row + 192 * blk;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) p.l[i] = ld_weights(b + 64 * h + 16 * i);
+    p.qh[0] = ld_weights(b + 128 + 32 * h);
+    p.qh[1] = ld_weights(b + 128 + 32 * h + 16);
+    p.scales = ld32(row + 192 * nb + 16 * blk + 8 * h + 2 * p.v);
+    p.d_bits = ld_u16(row + 208 * nb + 2 * blk);
+  }
+}
+
+template <int TYPE>
+__device__ __forceinline__ void decode_pair_bytes(const PairBytes<TYPE>& p, Chunk& lo, Chunk& hi) {
+  if constexpr (TYPE == 12 || TYPE == 13) {
+    const K4Factors f = k4_pair_factors(p.head, p.part);
+    set_affine(lo, f.da, -f.ma);
+    set_affine(hi, f.db, -f.mb);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int w = int4_at(p.q[i / 4], i % 4);
+      lo.q[i] = w & 0x0F0F0F0F;
+      hi.q[i] = (w >> 4) & 0x0F0F0F0F;
+      if constexpr (TYPE == 13) {  // the 5th bit of element 32 j + l at bit j of qh[l]
+        const int high = int4_at(p.qh[i / 4], i % 4);
+        lo.q[i] |= ((high >> (2 * p.part)) & 0x01010101) << 4;
+        hi.q[i] |= ((high >> (2 * p.part + 1)) & 0x01010101) << 4;
+      }
+    }
+  } else {
+    static_assert(TYPE == 14, "no shared-load pair for this type");
+    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(p.d_bits)));
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      lo.a[k] = d * static_cast<float>(static_cast<int8_t>(p.scales >> (8 * k)));
+      hi.a[k] = d * static_cast<float>(static_cast<int8_t>(p.scales >> (8 * (k + 2))));
+      lo.b[k] = hi.b[k] = 0.0f;
+    }
+    const int lshift = 4 * (p.v / 2);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int high = int4_at(p.qh[i / 4], i % 4);
+      const int lo_codes = (int4_at(p.l[i / 4], i % 4) >> lshift) & 0x0F0F0F0F;
+      const int hi_codes = (int4_at(p.l[2 + i / 4], i % 4) >> lshift) & 0x0F0F0F0F;
+      lo.q[i] = __vsub4(lo_codes | (((high >> (2 * p.v)) & 0x03030303) << 4), 0x20202020);
+      hi.q[i] = __vsub4(hi_codes | (((high >> (2 * p.v + 2)) & 0x03030303) << 4), 0x20202020);
+    }
+  }
+}
+
 template <int TYPE>
 __device__ __forceinline__ void decode_chunk_pair(const uint8_t* row, int64_t nb, int c, int chunks, Chunk& lo,
                                                   Chunk& hi) {
   using D = Decoder<TYPE>;
   constexpr int kChunksPerBlock = D::kBlock / 32;
-  if constexpr (TYPE == 12 || TYPE == 13) {
-    // Q4_K: header, qs[128]; Q5_K: header, qh[32], qs[128], the 5th bit of
-    // element 32 j + l at bit j of qh[l].
-    constexpr int kCodes = TYPE == 12 ? 16 : 48;
-    c = min(c, chunks - 2);
-    const uint8_t* b = row + static_cast<int64_t>(c / kChunksPerBlock) * D::kStride;
-    const int part = (c % kChunksPerBlock) / 2;
-    const int4 head = ld_weights(b);
-    const int4 q[2] = {ld_weights(b + kCodes + 32 * part), ld_weights(b + kCodes + 16 + 32 * part)};
-    int4 qh[2] = {};
-    if constexpr (TYPE == 13) qh[0] = ld_weights(b + 16), qh[1] = ld_weights(b + 32);
-    const K4Factors f = k4_pair_factors(head, part);
-    set_affine(lo, f.da, -f.ma);
-    set_affine(hi, f.db, -f.mb);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int w = int4_at(q[i / 4], i % 4);
-      lo.q[i] = w & 0x0F0F0F0F;
-      hi.q[i] = (w >> 4) & 0x0F0F0F0F;
-      if constexpr (TYPE == 13) {
-        const int high = int4_at(qh[i / 4], i % 4);
-        lo.q[i] |= ((high >> (2 * part)) & 0x01010101) << 4;
-        hi.q[i] |= ((high >> (2 * part + 1)) & 0x01010101) << 4;
-      }
-    }
-  } else if constexpr (TYPE == 14) {
-    // The split layout of Decoder<14>: codes (ql 128, qh 64 bytes a block),
-    // then the scales (16 a block), then d. Chunk j = 4 h + v of a block:
-    // low nibbles (shift 4 (v / 2)) of ql[64 h + 32 (v % 2) ..], high bits
-    // (shift 2 v) of qh[32 h ..], scales[8 h + 2 v ..].
-    c = min(c, chunks - 2);
-    const int64_t blk = c / kChunksPerBlock;
-    const int j = c % kChunksPerBlock, h = j / 4, v = j % 4;  // v even
-    const uint8_t* b = row + 192 * blk;
-    const int4 l[4] = {ld_weights(b + 64 * h), ld_weights(b + 64 * h + 16), ld_weights(b + 64 * h + 32),
-                       ld_weights(b + 64 * h + 48)};
-    const int4 qh[2] = {ld_weights(b + 128 + 32 * h), ld_weights(b + 128 + 32 * h + 16)};
-    const int scales = ld32(row + 192 * nb + 16 * blk + 8 * h + 2 * v);
-    const float d = ld_f16(row + 208 * nb + 2 * blk);
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      lo.a[k] = d * static_cast<float>(static_cast<int8_t>(scales >> (8 * k)));
-      hi.a[k] = d * static_cast<float>(static_cast<int8_t>(scales >> (8 * (k + 2))));
-      lo.b[k] = hi.b[k] = 0.0f;
-    }
-    const int lshift = 4 * (v / 2);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int high = int4_at(qh[i / 4], i % 4);
-      const int lo_codes = (int4_at(l[i / 4], i % 4) >> lshift) & 0x0F0F0F0F;
-      const int hi_codes = (int4_at(l[2 + i / 4], i % 4) >> lshift) & 0x0F0F0F0F;
-      lo.q[i] = __vsub4(lo_codes | (((high >> (2 * v)) & 0x03030303) << 4), 0x20202020);
-      hi.q[i] = __vsub4(hi_codes | (((high >> (2 * v + 2)) & 0x03030303) << 4), 0x20202020);
-    }
+  if constexpr (PairBytes<TYPE>::kLoads) {
+    PairBytes<TYPE> p;
+    load_chunk_pair<TYPE>(row, nb, c, chunks, p);
+    decode_pair_bytes<TYPE>(p, lo, hi);
   } else {
     const int c_lo = min(c, chunks - 1), c_hi = min(c + 1, chunks - 1);
     decode_chunk<TYPE>(row, nb, c_lo / kChunksPerBlock, c_lo % kChunksPerBlock, lo);

@@ -30,7 +30,9 @@
 // a pair of one row (decode_chunk_pair), so that the k-quants' share their
 // loads (Q4_K 3 a step against 14, Q6_K 8 against 38). Loop: 431
 // instructions a warp step for Q4_K (662 in form 2), 613 for Q6_K (813),
-// 90-96 registers.
+// 90-96 registers. Form 5 (APH_GGUF_TILE_OVERLAP=5) is form 4 with the
+// k-quants' W bytes loaded a step ahead into registers (below). Neither has
+// run on a GPU yet (stop 28).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -68,7 +70,7 @@ constexpr int kMaxSplits = 16;
 // unbounded). Forms 0 and 1 keep ptxas's own choice: a minimum of one CTA
 // an SM let it take 254.
 template <int TYPE, typename T, int kForm>
-__global__ void __launch_bounds__(kThreads, kForm == 2 || kForm == 4 ? 4 : 0)
+__global__ void __launch_bounds__(kThreads, kForm == 2 || kForm >= 4 ? 4 : 0)
     tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
                      const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                      unsigned* __restrict__ tile_counts, int steps_per_split) {
@@ -88,7 +90,8 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 || kForm == 4 ? 4 : 0)
   const int64_t s_begin = static_cast<int64_t>(split) * steps_per_split;
   const int64_t s_end = min(steps, s_begin + steps_per_split);
 
-  constexpr bool kOverlap = kForm >= 1, kPtxMma = kForm == 2 || kForm == 4, kHoisted = kForm == 4;
+  constexpr bool kOverlap = kForm >= 1, kPtxMma = kForm == 2 || kForm >= 4, kHoisted = kForm >= 4;
+  constexpr bool kPrefetchW = kForm == 5 && PairBytes<TYPE>::kLoads;
   const int lane = tid % 32;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kPtxMma ? 1 : kBM / 16];
   tile::Acc mma_acc = {};  // kPtxMma only
@@ -112,6 +115,16 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 || kForm == 4 ? 4 : 0)
   T* xs_thread = x_s + xr * kLd + xv * 8;
   const int wr = tid / 2, wp = tid % 2;  // row wr, chunks 2 wp and 2 wp + 1 of each step
   const uint8_t* w_row = w + min(n0 + wr, n - 1) * rb;
+  // Form 5: the k-quants' pair bytes come in a step ahead (registers, not
+  // shared memory), so a step's decode waits on loads issued a whole step
+  // earlier, not on its own loads' round trip. Costs (sm_90 SASS, Q4_K):
+  // 127 registers against 96 and 529 instructions a step against 431 (the
+  // copy of the bytes, addresses recomputed for want of registers).
+  PairBytes<TYPE> w_next;
+  if constexpr (kPrefetchW) {
+    if (s_begin < s_end)
+      load_chunk_pair<TYPE>(w_row, nb, static_cast<int>(s_begin * kBK / 32) + 2 * wp, static_cast<int>(chunks), w_next);
+  }
 
   for (int64_t s = s_begin; s < s_end; ++s) {
     const int64_t k0 = s * kBK;
@@ -124,7 +137,14 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 || kForm == 4 ? 4 : 0)
         cuda_async::cp_async_16(xs_thread + u * 8 * kLd, x_thread + x_offset, u < x_inside ? 16 : 0);
       cuda_async::cp_async_commit();
       Chunk ch[2];
-      decode_chunk_pair<TYPE>(w_row, nb, static_cast<int>(k0 / 32) + 2 * wp, static_cast<int>(chunks), ch[0], ch[1]);
+      if constexpr (kPrefetchW) {
+        const PairBytes<TYPE> w_now = w_next;
+        if (s + 1 < s_end)
+          load_chunk_pair<TYPE>(w_row, nb, static_cast<int>((k0 + kBK) / 32) + 2 * wp, static_cast<int>(chunks), w_next);
+        decode_pair_bytes<TYPE>(w_now, ch[0], ch[1]);
+      } else {
+        decode_chunk_pair<TYPE>(w_row, nb, static_cast<int>(k0 / 32) + 2 * wp, static_cast<int>(chunks), ch[0], ch[1]);
+      }
       // Stored as decoded, not zeroed outside W: a clamped row past n only
       // feeds outputs that write_tile drops, and a clamped chunk past k
       // meets x columns that the copies above filled with zeros.
@@ -265,7 +285,7 @@ bool sum_in_cta() {
 // Q4_K_M x64 (with streaming decode attention, one run each): 4339.5 /
 // 5237.2 / 4929.1 tok/s.
 int kernel_form() {
-  static const int form = static_cast<int>(std::clamp<long>(env_int("APH_GGUF_TILE_OVERLAP", 2), 0, 4));
+  static const int form = static_cast<int>(std::clamp<long>(env_int("APH_GGUF_TILE_OVERLAP", 2), 0, 5));
   return form;
 }
 
@@ -303,6 +323,9 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
         break;
       case 4:
         tile_gemm_kernel<kType, T, 4><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);
+        break;
+      case 5:
+        tile_gemm_kernel<kType, T, 5><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);
         break;
       default:
         tile_gemm_kernel<kType, T, 0><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, counts, per);

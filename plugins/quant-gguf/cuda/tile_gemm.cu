@@ -69,11 +69,15 @@ constexpr int kMaxSplits = 16;
 // 128 registers for four CTAs an SM (Q6_K then spills 24 bytes; 168
 // unbounded). Forms 0 and 1 keep ptxas's own choice: a minimum of one CTA
 // an SM let it take 254.
+//
+// The body of a CTA: W rows n0.. of one linear (tile_gemm_kernel's, or one
+// target's of tile_gemm_multi_kernel), x rows blockIdx.y * kBM.., split
+// blockIdx.z.
 template <int TYPE, typename T, int kForm>
-__global__ void __launch_bounds__(kThreads, kForm == 2 || kForm >= 4 ? 4 : 0)
-    tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
-                     const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
-                     unsigned* __restrict__ tile_counts, int steps_per_split) {
+__device__ __forceinline__ void tile_gemm_cta(const uint8_t* __restrict__ w, int64_t n, int64_t k,
+                                              const T* __restrict__ x, int64_t m, const float* __restrict__ bias,
+                                              T* __restrict__ y, float* __restrict__ partial,
+                                              unsigned* __restrict__ tile_counts, int steps_per_split, int64_t n0) {
   using D = Decoder<TYPE>;
   constexpr int kChunksPerBlock = D::kBlock / 32;
   // wmma wants 32-byte aligned tiles; the fp32 results reuse the W tile.
@@ -83,7 +87,7 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 || kForm >= 4 ? 4 : 0)
   float* c_s = reinterpret_cast<float*>(w_s);
 
   const int tid = threadIdx.x, warp = tid / 32;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN, m0 = static_cast<int64_t>(blockIdx.y) * kBM;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
   const int split = blockIdx.z;
   const int64_t nb = k / D::kBlock, chunks = k / 32, rb = row_bytes<TYPE>(nb);
   const int64_t steps = (k + kBK - 1) / kBK;
@@ -253,6 +257,17 @@ __global__ void __launch_bounds__(kThreads, kForm == 2 || kForm >= 4 ? 4 : 0)
   __syncthreads();
   tile::write_tile(c_s, m0, n0, m, n, bias, y, partial);
   if (gridDim.z > 1 && tile_counts != nullptr) tile::sum_splits_if_last(tile_counts, partial, m0, n0, m, n, bias, y);
+}
+
+constexpr int kLaunchBounds(int form) { return form == 2 || form >= 4 ? 4 : 0; }
+
+template <int TYPE, typename T, int kForm>
+__global__ void __launch_bounds__(kThreads, kLaunchBounds(kForm))
+    tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
+                     const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
+                     unsigned* __restrict__ tile_counts, int steps_per_split) {
+  tile_gemm_cta<TYPE, T, kForm>(w, n, k, x, m, bias, y, partial, tile_counts, steps_per_split,
+                                static_cast<int64_t>(blockIdx.x) * kBN);
 }
 
 template <typename T>

@@ -55,6 +55,17 @@ bool tile_gemm_enabled() {
   return on;
 }
 
+// APH_GGUF_TILE_GROUPS=1: the linears of a projection group (q/k/v,
+// gate/up) that take the tile GEMM with one type run as one launch
+// (launch_tile_gemm_multi): at 64 sequences on the 8B, q/k/v's 96 tiles split
+// K 3 ways where q alone split it 5 and k and v 8, and gate/up's 448 tiles
+// need no split where each alone split 2 (stop 20's trace: the splits' sums
+// took 594 us of a 14.7 ms step). Opt-in: written in stop 28 without a GPU.
+bool tile_groups_enabled() {
+  static const bool on = env_flag("APH_GGUF_TILE_GROUPS", false);
+  return on;
+}
+
 // At batch 1 each matvec CTA quantizes x itself (MatvecX::raw) instead of
 // reading a copy a quantization kernel made; APH_GGUF_CTA_QUANT=0 launches
 // that kernel again (to measure what the fusion gains).
@@ -148,6 +159,7 @@ cuda::TileGemmScratch CudaContext::tile_scratch() const {
   s.tile_counts = static_cast<unsigned*>(partials_);
   s.tile_count_capacity = cuda::kTileGemmCounters;
   s.partials = reinterpret_cast<float*>(static_cast<uint8_t*>(partials_) + cuda::kTileGemmCounters * sizeof(unsigned));
+  s.partial_bytes = partial_bytes_;
   return s;
 }
 
@@ -250,7 +262,7 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
     forward_shared({this}, x, m, {y}, stream);
     return;
   }
-  if (m <= cuda::kTileGemmMaxM && tile_gemm_enabled() && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+  if (takes_tile_gemm(m, x)) {
     check_cuda(cuda::launch_tile_gemm(type_, w, n_, k_, x, m, bias_, y, bf16_, state_.cuda->tile_scratch(),
                                       state_.cuda->sm_count(), stream),
                what);
@@ -267,6 +279,35 @@ void CudaLinear::forward(const void* x, int64_t m, void* y, aph_stream stream) {
     gemm(wf, x, m, static_cast<uint8_t*>(y) + r0 * 2, stream, rows);
   }
   if (bias_) check_cuda(cuda::launch_add_bias(y, bf16_, m, n_, bias_, stream), what);
+}
+
+bool CudaLinear::takes_tile_gemm(int64_t m, const void* x) const {
+  return !float_weight_ && !takes_matvec(m) && m <= cuda::kTileGemmMaxM && tile_gemm_enabled() &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
+size_t CudaLinear::tile_run_end(const std::vector<CudaLinear*>& group, size_t i, int64_t m, const void* x) {
+  const CudaLinear& l = *group[i];
+  size_t end = i + 1;
+  if (!tile_groups_enabled() || !l.takes_tile_gemm(m, x)) return end;
+  while (end < group.size() && end - i < static_cast<size_t>(cuda::kTileGemmMaxTargets) &&
+         group[end]->takes_tile_gemm(m, x) && group[end]->type_ == l.type_ && group[end]->k_ == l.k_ &&
+         group[end]->bf16_ == l.bf16_)
+    ++end;
+  return end;
+}
+
+bool CudaLinear::launch_tile_run(const std::vector<CudaLinear*>& group, size_t i, size_t end, const void* x,
+                                 int64_t m, const std::vector<void*>& ys, aph_stream stream) {
+  const CudaLinear& l = *group[i];
+  cuda::TileGemmTarget targets[cuda::kTileGemmMaxTargets];
+  for (size_t j = i; j < end; ++j)
+    targets[j - i] = {static_cast<const uint8_t*>(group[j]->weight_), group[j]->n_, group[j]->bias_, ys[j]};
+  const int rc = cuda::launch_tile_gemm_multi(l.type_, targets, static_cast<int>(end - i), l.k_, x, m, l.bf16_,
+                                              l.state_.cuda->tile_scratch(), l.state_.cuda->sm_count(), stream);
+  if (rc == static_cast<int>(cudaErrorNotSupported)) return false;
+  check_cuda(rc, "linear " + l.name_ + " (tile GEMM with the " + std::to_string(end - i - 1) + " after it)");
+  return true;
 }
 
 void CudaLinear::quantize_x(const void* x, int64_t m, aph_stream stream) const {
@@ -318,6 +359,11 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
   for (size_t i = 0; i < group.size();) {
     CudaLinear& l = *group[i];
     if (!l.takes_matvec(m)) {
+      const size_t end = tile_run_end(group, i, m, x);
+      if (end - i > 1 && launch_tile_run(group, i, end, x, m, ys, stream)) {
+        i = end;
+        continue;
+      }
       l.forward(x, m, ys[i], stream);
       ++i;
       continue;

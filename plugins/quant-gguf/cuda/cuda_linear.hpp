@@ -106,6 +106,16 @@ class CudaLinear {
   // One past the run of linears from group[i] that one launch takes (same
   // type, k and dtype, up to kMaxMatvecTargets, all on the matvec path).
   static size_t run_end(const std::vector<CudaLinear*>& group, size_t i, int64_t m);
+  // Whether forward sends this m and x to the tile GEMM.
+  bool takes_tile_gemm(int64_t m, const void* x) const;
+  // One past the run of linears from group[i] that one tile GEMM launch
+  // takes (APH_GGUF_TILE_GROUPS: same type, k and dtype, up to
+  // cuda::kTileGemmMaxTargets); i + 1 when off.
+  static size_t tile_run_end(const std::vector<CudaLinear*>& group, size_t i, int64_t m, const void* x);
+  // group[i, end) as one tile GEMM launch; false, with nothing launched,
+  // when the launch cannot take them (the caller runs them one by one).
+  static bool launch_tile_run(const std::vector<CudaLinear*>& group, size_t i, size_t end, const void* x, int64_t m,
+                              const std::vector<void*>& ys, aph_stream stream);
   // group[i, end) over rows [r, r + 8) of x: one launch.
   static void launch_run(const std::vector<CudaLinear*>& group, size_t i, size_t end, int64_t r, int64_t m,
                          const cuda::MatvecX& x, const std::vector<void*>& ys, aph_stream stream);

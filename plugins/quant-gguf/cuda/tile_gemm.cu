@@ -270,17 +270,65 @@ __global__ void __launch_bounds__(kThreads, kLaunchBounds(kForm))
                                 static_cast<int64_t>(blockIdx.x) * kBN);
 }
 
+// The targets of one launch_tile_gemm_multi, by value: target t owns the
+// grid's columns first_tile[t] .. first_tile[t + 1] - 1 and its split
+// partials start partial_off[t] floats into the workspace.
+struct TileTargets {
+  const uint8_t* w[kTileGemmMaxTargets];
+  int64_t n[kTileGemmMaxTargets];
+  const float* bias[kTileGemmMaxTargets];
+  void* y[kTileGemmMaxTargets];
+  int64_t partial_off[kTileGemmMaxTargets];
+  int first_tile[kTileGemmMaxTargets + 1];
+  int count;
+};
+
+template <int TYPE, typename T, int kForm>
+__global__ void __launch_bounds__(kThreads, kLaunchBounds(kForm))
+    tile_gemm_multi_kernel(const TileTargets targets, int64_t k, const T* __restrict__ x, int64_t m,
+                           float* __restrict__ workspace, unsigned* __restrict__ tile_counts, int steps_per_split) {
+  int t = 0;
+  while (t + 1 < targets.count && static_cast<int>(blockIdx.x) >= targets.first_tile[t + 1]) ++t;
+  tile_gemm_cta<TYPE, T, kForm>(targets.w[t], targets.n[t], k, x, m, targets.bias[t], static_cast<T*>(targets.y[t]),
+                                workspace + targets.partial_off[t], tile_counts, steps_per_split,
+                                static_cast<int64_t>(static_cast<int>(blockIdx.x) - targets.first_tile[t]) * kBN);
+}
+
+// y[idx] (of m x n) from the splits' partials, in split order from the bias.
 template <typename T>
-__global__ void sum_splits_kernel(const float* __restrict__ partial, int splits, int64_t m, int64_t n,
-                                  const float* __restrict__ bias, T* __restrict__ y) {
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+__device__ __forceinline__ void sum_splits_at(const float* __restrict__ partial, int splits, int64_t m, int64_t n,
+                                              const float* __restrict__ bias, T* __restrict__ y, int64_t idx) {
   if (idx >= m * n) return;
   float v = bias ? bias[idx % n] : 0.0f;
   for (int s = 0; s < splits; ++s) v += partial[s * m * n + idx];
   y[idx] = from_float<T>(v);
 }
 
+template <typename T>
+__global__ void sum_splits_kernel(const float* __restrict__ partial, int splits, int64_t m, int64_t n,
+                                  const float* __restrict__ bias, T* __restrict__ y) {
+  sum_splits_at(partial, splits, m, n, bias, y, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x);
+}
+
+// Each target's sums (blockIdx.y: the target).
+template <typename T>
+__global__ void sum_splits_multi_kernel(const TileTargets targets, const float* __restrict__ workspace, int splits,
+                                        int64_t m) {
+  const int t = blockIdx.y;
+  sum_splits_at(workspace + targets.partial_off[t], splits, m, targets.n[t], targets.bias[t],
+                static_cast<T*>(targets.y[t]), static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x);
+}
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// K splits for a grid of `tiles` output tiles: about two CTAs an SM, each
+// split at least 4 steps (512 of k) long.
+int splits_for_tiles(int64_t tiles, int64_t k, int sm_count) {
+  const int64_t steps = ceil_div(k, kBK);
+  int64_t s = ceil_div(2 * static_cast<int64_t>(std::max(sm_count, 1)), std::max<int64_t>(tiles, 1));
+  s = std::min<int64_t>({s, std::max<int64_t>(1, steps / 4), kMaxSplits});
+  return static_cast<int>(std::max<int64_t>(s, 1));
+}
 
 // APH_GGUF_TILE_SUM_IN_CTA=1: with K split, the last CTA of each tile sums
 // the splits' partials (tile::sum_splits_if_last, as the pipelined form
@@ -352,15 +400,62 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t launch_multi_typed(uint32_t type, const TileGemmTarget* targets, int count, int64_t k, const T* x,
+                               int64_t m, const TileGemmScratch& scratch, int sm_count, cudaStream_t s) {
+  const int form = kernel_form();
+  if (form != 2 && form != 4 && form != 5) return cudaErrorNotSupported;
+  TileTargets tt{};
+  int64_t tiles = 0, total_n = 0, widest = 0;
+  for (int t = 0; t < count; ++t) {
+    tt.w[t] = targets[t].w;
+    tt.n[t] = targets[t].n;
+    tt.bias[t] = targets[t].bias;
+    tt.y[t] = targets[t].y;
+    tt.first_tile[t] = static_cast<int>(tiles);
+    tiles += ceil_div(targets[t].n, kBN);
+    total_n += targets[t].n;
+    widest = std::max(widest, targets[t].n);
+  }
+  tt.first_tile[count] = static_cast<int>(tiles);
+  tt.count = count;
+  const int64_t m_tiles = ceil_div(m, kBM);
+  const int splits = splits_for_tiles(tiles * m_tiles, k, sm_count);
+  if (splits > 1) {
+    if (scratch.partials == nullptr ||
+        static_cast<uint64_t>(splits) * m * total_n * sizeof(float) > scratch.partial_bytes)
+      return cudaErrorNotSupported;
+    int64_t off = 0;
+    for (int t = 0; t < count; ++t) {
+      tt.partial_off[t] = off;
+      off += splits * m * targets[t].n;
+    }
+  }
+  const int per = static_cast<int>(ceil_div(ceil_div(k, kBK), splits));
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(splits));
+  unsigned* counts =
+      splits > 1 && sum_in_cta() && tiles * m_tiles <= scratch.tile_count_capacity ? scratch.tile_counts : nullptr;
+  cudaError_t rc = cudaErrorInvalidValue;
+  dispatch_type(type, [&](auto tag) {
+    constexpr int kType = decltype(tag)::value;
+    if (form == 2)
+      tile_gemm_multi_kernel<kType, T, 2><<<grid, kThreads, 0, s>>>(tt, k, x, m, scratch.partials, counts, per);
+    else if (form == 4)
+      tile_gemm_multi_kernel<kType, T, 4><<<grid, kThreads, 0, s>>>(tt, k, x, m, scratch.partials, counts, per);
+    else
+      tile_gemm_multi_kernel<kType, T, 5><<<grid, kThreads, 0, s>>>(tt, k, x, m, scratch.partials, counts, per);
+    rc = cudaGetLastError();
+  });
+  if (rc != cudaSuccess || splits == 1 || counts != nullptr) return rc;
+  sum_splits_multi_kernel<T><<<dim3(static_cast<unsigned>(ceil_div(m * widest, 256)), static_cast<unsigned>(count)),
+                               256, 0, s>>>(tt, scratch.partials, splits, m);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 int tile_gemm_splits(int64_t n, int64_t k, int64_t m, int sm_count) {
-  // About two CTAs an SM, each split at least 4 steps (512 of k) long.
-  const int64_t tiles = ceil_div(n, kBN) * ceil_div(std::max<int64_t>(m, 1), kBM);
-  const int64_t steps = ceil_div(k, kBK);
-  int64_t s = ceil_div(2 * static_cast<int64_t>(std::max(sm_count, 1)), tiles);
-  s = std::min<int64_t>({s, std::max<int64_t>(1, steps / 4), kMaxSplits});
-  return static_cast<int>(std::max<int64_t>(s, 1));
+  return splits_for_tiles(ceil_div(n, kBN) * ceil_div(std::max<int64_t>(m, 1), kBM), k, sm_count);
 }
 
 uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count) {
@@ -387,6 +482,22 @@ int launch_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, int64_t k, cons
                                          static_cast<__nv_bfloat16*>(y), scratch, sm_count, s));
   return static_cast<int>(launch_typed(type, w, n, k, static_cast<const __half*>(x), m, bias,
                                        static_cast<__half*>(y), scratch, sm_count, s));
+}
+
+int launch_tile_gemm_multi(uint32_t type, const TileGemmTarget* targets, int count, int64_t k, const void* x,
+                           int64_t m, bool bf16, const TileGemmScratch& scratch, int sm_count, void* stream) {
+  if (count < 1 || count > kTileGemmMaxTargets || m < 1 || m > kTileGemmMaxM || k % 32 != 0 ||
+      k >= (int64_t{1} << 24) || reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    return static_cast<int>(cudaErrorInvalidValue);
+  for (int t = 0; t < count; ++t)
+    if (targets[t].w == nullptr || targets[t].y == nullptr || targets[t].n < 1)
+      return static_cast<int>(cudaErrorInvalidValue);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (bf16)
+    return static_cast<int>(
+        launch_multi_typed(type, targets, count, k, static_cast<const __nv_bfloat16*>(x), m, scratch, sm_count, s));
+  return static_cast<int>(launch_multi_typed(type, targets, count, k, static_cast<const __half*>(x), m, scratch,
+                                             sm_count, s));
 }
 
 }  // namespace aph::gguf::cuda

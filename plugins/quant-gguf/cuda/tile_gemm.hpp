@@ -28,6 +28,7 @@ uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count);
 // fewer than the launch's tiles: the second kernel).
 struct TileGemmScratch {
   float* partials = nullptr;
+  uint64_t partial_bytes = 0;  // what `partials` holds
   unsigned* tile_counts = nullptr;
   int64_t tile_count_capacity = 0;
 };
@@ -40,5 +41,23 @@ constexpr int64_t kTileGemmCounters = 16384;
 int launch_tile_gemm(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const void* x, int64_t m,
                      const float* bias, void* y, bool bf16, const TileGemmScratch& scratch, int sm_count,
                      void* stream);
+
+// Several linears of one type and k over the same x in one launch (a
+// q/k/v or gate/up group at batched decode, APH_GGUF_TILE_GROUPS): their
+// tiles share one grid, so K is split less or not at all, and the launches
+// and split partials of all but one are saved. kTileGemmMaxTargets at most.
+constexpr int kTileGemmMaxTargets = 4;
+struct TileGemmTarget {
+  const uint8_t* w = nullptr;
+  int64_t n = 0;
+  const float* bias = nullptr;
+  void* y = nullptr;
+};
+// As launch_tile_gemm for each target; cudaErrorNotSupported (nothing
+// launched) when the form in use has no such launch (forms 2, 4 and 5 do)
+// or the scratch cannot hold the launch's partials or counters: the caller
+// then runs the linears one by one.
+int launch_tile_gemm_multi(uint32_t ggml_type, const TileGemmTarget* targets, int count, int64_t k, const void* x,
+                           int64_t m, bool bf16, const TileGemmScratch& scratch, int sm_count, void* stream);
 
 }  // namespace aph::gguf::cuda

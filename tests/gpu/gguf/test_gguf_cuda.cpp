@@ -361,6 +361,76 @@ TEST_F(GgufCudaPlain, PrefillTilesAcrossRows) {
   }
 }
 
+// A q/k/v-like group of one type through linear_forward_shared at batches
+// the tile GEMM takes, with rows long enough that K is split: each output
+// against the CPU's double dot products of the dequantized rows. With
+// APH_GGUF_TILE_GROUPS=1 (test_gguf_cuda_tile_groups) the three run as one
+// launch, whose split count and partials differ from each linear's alone.
+TEST_F(GgufCudaPlain, SharedTileGemmGroupMatchesCpu) {
+  PluginState& state = state_;
+  const int64_t k = 4096;
+  for (const uint32_t type : {kQ4_K, kQ6_K, kQ8_0}) {
+    const int64_t ns[] = {200, 64, 72};
+    std::vector<std::vector<uint8_t>> weights;
+    std::vector<aph_weight_info> infos;
+    std::vector<std::vector<float>> wf;
+    for (const int64_t n : ns) {
+      weights.push_back(test_data::random_rows(type, n, k, 11 + type + static_cast<uint32_t>(n)));
+      wf.emplace_back(n * k);
+      for (int64_t j = 0; j < n; ++j)
+        dequantize_row(type, weights.back().data() + j * (weights.back().size() / n), wf.back().data() + j * k, k);
+    }
+    for (size_t i = 0; i < std::size(ns); ++i) infos.push_back(weight_info(type, ns[i], k, weights[i]));
+    std::vector<std::unique_ptr<Linear>> linears;
+    for (size_t i = 0; i < std::size(ns); ++i) {
+      aph_linear_desc d = linear_desc("group", &infos[i], ns[i], k, APH_DTYPE_BF16, nullptr);
+      linears.push_back(std::make_unique<Linear>(state, d));
+    }
+    std::vector<Linear*> group;
+    for (auto& l : linears) group.push_back(l.get());
+    std::mt19937 rng(17 + type);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (const int64_t m : {int64_t{40}, int64_t{71}}) {
+      std::vector<uint16_t> xh(m * k);
+      for (auto& v : xh) v = to_act(normal(rng), true);
+      void* xd = nullptr;
+      ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
+      cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
+      aph_tensor xt = view(xd, APH_DTYPE_BF16, 0, {m, k});
+      std::vector<void*> ys;
+      std::vector<aph_tensor> yt;
+      for (const int64_t n : ns) {
+        void* y = nullptr;
+        ASSERT_EQ(cudaMalloc(&y, m * n * 2), cudaSuccess);
+        cudaMemset(y, 0xFF, m * n * 2);  // NaN: an output the launch skips fails
+        ys.push_back(y);
+        yt.push_back(view(y, APH_DTYPE_BF16, 0, {m, n}));
+      }
+      Linear::forward_shared(group, xt, yt.data(), nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      for (size_t t = 0; t < std::size(ns); ++t) {
+        const int64_t n = ns[t];
+        std::vector<uint16_t> yh(m * n);
+        cudaMemcpy(yh.data(), ys[t], yh.size() * 2, cudaMemcpyDeviceToHost);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double ref = 0, mag = 0;
+            for (int64_t c = 0; c < k; ++c) {
+              const double p = double(wf[t][j * k + c]) * from_act(xh[i * k + c], true);
+              ref += p;
+              mag += std::fabs(p);
+            }
+            ASSERT_NEAR(from_act(yh[i * n + j], true), ref, 1e-2 * mag + 8e-3 * std::fabs(ref) + 1e-4)
+                << type_traits(type)->name << " linear " << t << " n=" << n << " m=" << m << " row " << i
+                << " col " << j;
+          }
+        cudaFree(ys[t]);
+      }
+      cudaFree(xd);
+    }
+  }
+}
+
 // linear_forward_shared: q/k/v-like groups (same type runs share one launch,
 // other types and the GEMM path fall back) give exactly the outputs of
 // separate forwards, for every m path.

@@ -259,10 +259,11 @@ __device__ __forceinline__ void tile_gemm_cta(const uint8_t* __restrict__ w, int
   if (gridDim.z > 1 && tile_counts != nullptr) tile::sum_splits_if_last(tile_counts, partial, m0, n0, m, n, bias, y);
 }
 
-constexpr int kLaunchBounds(int form) { return form == 2 || form >= 4 ? 4 : 0; }
+// __launch_bounds__'s minimum of resident CTAs for each form (above).
+constexpr int min_ctas_per_sm(int form) { return form == 2 || form >= 4 ? 4 : 0; }
 
 template <int TYPE, typename T, int kForm>
-__global__ void __launch_bounds__(kThreads, kLaunchBounds(kForm))
+__global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kForm))
     tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
                      const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                      unsigned* __restrict__ tile_counts, int steps_per_split) {
@@ -284,7 +285,7 @@ struct TileTargets {
 };
 
 template <int TYPE, typename T, int kForm>
-__global__ void __launch_bounds__(kThreads, kLaunchBounds(kForm))
+__global__ void __launch_bounds__(kThreads, min_ctas_per_sm(kForm))
     tile_gemm_multi_kernel(const TileTargets targets, int64_t k, const T* __restrict__ x, int64_t m,
                            float* __restrict__ workspace, unsigned* __restrict__ tile_counts, int steps_per_split) {
   int t = 0;

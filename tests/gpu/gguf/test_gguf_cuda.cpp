@@ -220,6 +220,46 @@ void check_get_rows(PluginState& state, cudaStream_t stream, uint32_t type, bool
   }
 }
 
+// Linears of the given types and widths over rows of k (random weights
+// from `seed`), bf16 activations, for linear_forward_shared's groups.
+struct LinearSpec {
+  uint32_t type;
+  int64_t n;
+};
+struct LinearGroup {
+  std::vector<std::vector<uint8_t>> weights;  // the GGUF rows each linear was made from
+  std::vector<aph_weight_info> infos;
+  std::vector<std::unique_ptr<Linear>> linears;
+  std::vector<Linear*> group;
+};
+LinearGroup make_group(PluginState& state, const std::vector<LinearSpec>& specs, int64_t k, uint32_t seed) {
+  LinearGroup g;
+  for (const LinearSpec& s : specs)
+    g.weights.push_back(test_data::random_rows(s.type, s.n, k, seed + s.type + static_cast<uint32_t>(s.n)));
+  for (size_t i = 0; i < specs.size(); ++i) g.infos.push_back(weight_info(specs[i].type, specs[i].n, k, g.weights[i]));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    aph_linear_desc d = linear_desc("group", &g.infos[i], specs[i].n, k, APH_DTYPE_BF16, nullptr);
+    g.linears.push_back(std::make_unique<Linear>(state, d));
+    g.group.push_back(g.linears.back().get());
+  }
+  return g;
+}
+
+// m x k random bf16 activations, on the host (xh) and the device (xd, to
+// free).
+struct RandomX {
+  std::vector<uint16_t> xh;
+  void* xd = nullptr;
+};
+RandomX random_x(int64_t m, int64_t k, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  RandomX x;
+  x.xh.resize(m * k);
+  for (auto& v : x.xh) v = to_act(normal(rng), true);
+  if (cudaMalloc(&x.xd, m * k * 2) == cudaSuccess) cudaMemcpy(x.xd, x.xh.data(), m * k * 2, cudaMemcpyHostToDevice);
+  return x;
+}
+
 }  // namespace
 
 TEST_P(GgufCuda, ForwardMatchesCpu) {
@@ -371,32 +411,19 @@ TEST_F(GgufCudaPlain, SharedTileGemmGroupMatchesCpu) {
   const int64_t k = 4096;
   for (const uint32_t type : {kQ4_K, kQ6_K, kQ8_0}) {
     const int64_t ns[] = {200, 64, 72};
-    std::vector<std::vector<uint8_t>> weights;
-    std::vector<aph_weight_info> infos;
+    LinearGroup g = make_group(state, {{type, ns[0]}, {type, ns[1]}, {type, ns[2]}}, k, 11);
     std::vector<std::vector<float>> wf;
-    for (const int64_t n : ns) {
-      weights.push_back(test_data::random_rows(type, n, k, 11 + type + static_cast<uint32_t>(n)));
-      wf.emplace_back(n * k);
-      for (int64_t j = 0; j < n; ++j)
-        dequantize_row(type, weights.back().data() + j * (weights.back().size() / n), wf.back().data() + j * k, k);
+    for (size_t t = 0; t < std::size(ns); ++t) {
+      wf.emplace_back(ns[t] * k);
+      for (int64_t j = 0; j < ns[t]; ++j)
+        dequantize_row(type, g.weights[t].data() + j * (g.weights[t].size() / ns[t]), wf[t].data() + j * k, k);
     }
-    for (size_t i = 0; i < std::size(ns); ++i) infos.push_back(weight_info(type, ns[i], k, weights[i]));
-    std::vector<std::unique_ptr<Linear>> linears;
-    for (size_t i = 0; i < std::size(ns); ++i) {
-      aph_linear_desc d = linear_desc("group", &infos[i], ns[i], k, APH_DTYPE_BF16, nullptr);
-      linears.push_back(std::make_unique<Linear>(state, d));
-    }
-    std::vector<Linear*> group;
-    for (auto& l : linears) group.push_back(l.get());
     std::mt19937 rng(17 + type);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
     for (const int64_t m : {int64_t{40}, int64_t{71}}) {
-      std::vector<uint16_t> xh(m * k);
-      for (auto& v : xh) v = to_act(normal(rng), true);
-      void* xd = nullptr;
-      ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
-      cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
-      aph_tensor xt = view(xd, APH_DTYPE_BF16, 0, {m, k});
+      const RandomX x = random_x(m, k, rng);
+      ASSERT_NE(x.xd, nullptr);
+      const std::vector<uint16_t>& xh = x.xh;
+      aph_tensor xt = view(x.xd, APH_DTYPE_BF16, 0, {m, k});
       std::vector<void*> ys;
       std::vector<aph_tensor> yt;
       for (const int64_t n : ns) {
@@ -406,7 +433,7 @@ TEST_F(GgufCudaPlain, SharedTileGemmGroupMatchesCpu) {
         ys.push_back(y);
         yt.push_back(view(y, APH_DTYPE_BF16, 0, {m, n}));
       }
-      Linear::forward_shared(group, xt, yt.data(), nullptr);
+      Linear::forward_shared(g.group, xt, yt.data(), nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       for (size_t t = 0; t < std::size(ns); ++t) {
         const int64_t n = ns[t];
@@ -426,7 +453,7 @@ TEST_F(GgufCudaPlain, SharedTileGemmGroupMatchesCpu) {
           }
         cudaFree(ys[t]);
       }
-      cudaFree(xd);
+      cudaFree(x.xd);
     }
   }
 }
@@ -437,35 +464,19 @@ TEST_F(GgufCudaPlain, SharedTileGemmGroupMatchesCpu) {
 TEST_F(GgufCudaPlain, SharedForwardEqualsSeparate) {
   PluginState& state = state_;
   const int64_t k = 768;
-  struct Spec {
-    uint32_t type;
-    int64_t n;
-  };
   // Runs: Q4_K x2 (fast matvec), Q6_K, Q4_0 x2 (generic matvec), Q4_K.
-  const Spec specs[] = {{kQ4_K, 200}, {kQ4_K, 72}, {kQ6_K, 130}, {kQ4_0, 64}, {kQ4_0, 40}, {kQ4_K, 33}};
-  std::vector<std::vector<uint8_t>> weights;
-  std::vector<aph_weight_info> infos;
-  for (const Spec& s : specs) weights.push_back(test_data::random_rows(s.type, s.n, k, 7 + s.type + s.n));
-  for (size_t i = 0; i < std::size(specs); ++i) infos.push_back(weight_info(specs[i].type, specs[i].n, k, weights[i]));
-  std::vector<std::unique_ptr<Linear>> linears;
-  for (size_t i = 0; i < std::size(specs); ++i) {
-    aph_linear_desc d = linear_desc("shared", &infos[i], specs[i].n, k, APH_DTYPE_BF16, nullptr);
-    linears.push_back(std::make_unique<Linear>(state, d));
-  }
-  std::vector<Linear*> group;
-  for (auto& l : linears) group.push_back(l.get());
+  const std::vector<LinearSpec> specs = {{kQ4_K, 200}, {kQ4_K, 72}, {kQ6_K, 130},
+                                         {kQ4_0, 64},  {kQ4_0, 40}, {kQ4_K, 33}};
+  LinearGroup g = make_group(state, specs, k, 7);
+  const std::vector<Linear*>& group = g.group;
   std::mt19937 rng(3);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   for (int64_t m : {1, 3, 9, 40}) {
-    std::vector<uint16_t> xh(m * k);
-    for (auto& v : xh) v = to_act(normal(rng), true);
-    void* xd = nullptr;
-    ASSERT_EQ(cudaMalloc(&xd, m * k * 2), cudaSuccess);
-    cudaMemcpy(xd, xh.data(), m * k * 2, cudaMemcpyHostToDevice);
-    aph_tensor xt = view(xd, APH_DTYPE_BF16, 0, {m, k});
+    const RandomX x = random_x(m, k, rng);
+    ASSERT_NE(x.xd, nullptr);
+    aph_tensor xt = view(x.xd, APH_DTYPE_BF16, 0, {m, k});
     std::vector<void*> shared_y, single_y;
     std::vector<aph_tensor> shared_t;
-    for (const Spec& s : specs) {
+    for (const LinearSpec& s : specs) {
       void *a = nullptr, *b = nullptr;
       ASSERT_EQ(cudaMalloc(&a, m * s.n * 2), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&b, m * s.n * 2), cudaSuccess);
@@ -489,7 +500,7 @@ TEST_F(GgufCudaPlain, SharedForwardEqualsSeparate) {
       cudaFree(shared_y[i]);
       cudaFree(single_y[i]);
     }
-    cudaFree(xd);
+    cudaFree(x.xd);
   }
 }
 

@@ -29,7 +29,7 @@
 // copies are inside m, and adds 32-bit offsets a step. Its two W chunks are
 // a pair of one row (decode_chunk_pair), so that the k-quants' share their
 // loads (Q4_K 3 a step against 14, Q6_K 8 against 38). Loop: 431
-// instructions a warp step for Q4_K (662 in form 2), 613 for Q6_K (813),
+// instructions a warp step for Q4_K (662 in form 2), 611 for Q6_K (813),
 // 90-96 registers. Form 5 (APH_GGUF_TILE_OVERLAP=5) is form 4 with the
 // k-quants' W bytes loaded a step ahead into registers (below). Neither has
 // run on a GPU yet (stop 28).

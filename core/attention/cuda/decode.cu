@@ -524,15 +524,15 @@ int streaming_mode() {
 // 26, docs/PERFORMANCE.md), engine, random 8B Q4_K_M, 0 / 1: 8k context
 // 371.1 / 378.4 and 376.0 / 381.7 tok/s (two machines), 64 sequences
 // 5258.2 / 5423.0, after 512 434.8 / 434.5; mode 2 (its clusters for a lone
-// short sequence) 429.4 after 512. Not the default yet: with mode 1,
-// oracle_model_gpu_test's graph-against-eager decode of a bf16 model (the
-// padded batch on this kernel, the lone sequence on the tiled one) differed
-// by 0.0105 of the logits' scale against its bound of 0.01, from P rounded to
-// bf16 for the V product (the other kernels keep it in fp32). With P as hi +
-// lo since, the GPU suite passed under mode 1 (stop 27); the engine A/B of
-// that form has not run.
+// short sequence) 429.4 after 512. P goes into the V product as hi + lo
+// (with P rounded to bf16, oracle_model_gpu_test missed its bound, stop 26).
+// Mode 2 is the default since stop 28, after the copy addressing
+// (decode_tile_copy.hpp): H100 (no H200 was lent), medians of 2, mode 0
+// against 2 with tile GEMM form 5 and groups: 135M after 512 1701.7 /
+// 1780.4 tok/s, at 8k 1257.7 / 1427.2; 8B Q4_K_M after 512 378.3 / 378.0,
+// at 8k 324.0 / 327.2 (docs/PERFORMANCE.md, stop 28).
 int mma_mode() {
-  static const int mode = static_cast<int>(std::clamp<long>(env_int("APH_DECODE_MMA", 0), 0, 2));
+  static const int mode = static_cast<int>(std::clamp<long>(env_int("APH_DECODE_MMA", 2), 0, 2));
   return mode;
 }
 

@@ -349,7 +349,7 @@ bool sum_in_cta() {
 // Q4_K_M x64 (with streaming decode attention, one run each): 4339.5 /
 // 5237.2 / 4929.1 tok/s.
 int kernel_form() {
-  static const int form = static_cast<int>(std::clamp<long>(env_int("APH_GGUF_TILE_OVERLAP", 2), 0, 5));
+  static const int form = static_cast<int>(std::clamp<long>(env_int("APH_GGUF_TILE_OVERLAP", 5), 0, 5));
   return form;
 }
 

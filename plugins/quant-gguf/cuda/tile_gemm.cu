@@ -7,7 +7,7 @@
 // Q6_K, so four or three share an SM and hide each other's loads.
 //
 // How a step's loads wait (kForm >= 1, APH_GGUF_TILE_OVERLAP=1 or 2; form 2
-// is the default since stop 25 measured it, kernel_form()): in the SASS of the plain form
+// was the default from stop 25 to 28, kernel_form()): in the SASS of the plain form
 // (cuobjdump, sm_90, Q4_K into BF16: 787 instructions a step) a thread's
 // second chunk's loads issue only after its first chunk is decoded, behind
 // the guard's branch, and the x tile's loads only after both, so a step waits
@@ -31,8 +31,8 @@
 // loads (Q4_K 3 a step against 14, Q6_K 8 against 38). Loop: 431
 // instructions a warp step for Q4_K (662 in form 2), 611 for Q6_K (813),
 // 90-96 registers. Form 5 (APH_GGUF_TILE_OVERLAP=5) is form 4 with the
-// k-quants' W bytes loaded a step ahead into registers (below). Neither has
-// run on a GPU yet (stop 28).
+// k-quants' W bytes loaded a step ahead into registers (below), the
+// default since stop 28 (H100 numbers at kernel_form()).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -341,7 +341,10 @@ bool sum_in_cta() {
 }
 
 // APH_GGUF_TILE_OVERLAP: the kernel's form (kForm, or 3 for the pipelined
-// kernel where it takes the type and shape); 2 by default. H200 (stop 25),
+// kernel where it takes the type and shape); 5 by default since stop 28
+// (H100, m = 64, us, forms 2 / 4 / 5: Q4_K 14336x4096 68.1 / 63.2 / 62.5,
+// Q6_K 4096x14336 83.7 / 76.7 / 74.7; 8B Q4_K_M x64 with tensor-core
+// decode 5305.4 / 5543.1 / 5637.7 tok/s, medians of 2). H200 (stop 25),
 // aph_bench_gguf_matvec at m = 64, forms 0 / 2 / 3, us: Q4_K 4096x4096
 // 31.0 / 26.3 / 33.5, 1024x4096 16.2 / 13.4 / 23.9, 14336x4096
 // 89.1 / 69.7 / 65.2, 4096x14336 90.3 / 70.2 / 71.8; Q6_K 1024x4096

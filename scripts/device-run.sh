@@ -15,7 +15,7 @@
 #              each AB_ENV setting, e.g. AB_ENV="APH_GEMV_SPLIT=4")
 #   gguf       aph_bench_gguf_matvec (GGUF matvec per type and shape)
 #   attention  aph_bench_attention (gguf and attention: again under each
-#              setting of AB_ENV, e.g. AB_ENV="APH_GGUF_TILE_OVERLAP=3")
+#              setting of AB_ENV, e.g. AB_ENV="APH_GGUF_TILE_GROUPS=0")
 #   engine     aph_bench_engine: random 135M Q4_0, 8B bf16 (APH_PDL on/off)
 #   smol       the random 135M Q4_0 decode512 alone (and under each AB_ENV)
 #   priceab    the every-stage price of the sampler plugin as carried, under

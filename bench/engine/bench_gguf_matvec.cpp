@@ -8,16 +8,13 @@
 // the next of enough copies that the reads come from HBM, not L2. Calls are
 // timed as a CUDA graph (as the engine runs decode), so launch gaps do not
 // hide the small shapes. Then the tile GEMM of batched decode (m = 64, the
-// 8B Q4_K_M's linears) in TFLOP/s against the measured bf16 GEMM rate; its
-// form follows APH_GGUF_TILE_OVERLAP (docs/CONFIG.md), so runs under each
-// setting compare them (scripts/device-run.sh's AB_ENV).
+// 8B Q4_K_M's linears) in TFLOP/s against the measured bf16 GEMM rate.
 //
 //   aph_bench_gguf_matvec [--copy-gbps X]
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -99,9 +96,7 @@ void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
       {"Q4_K", 12, 14336, 4096, 64}, {"Q4_K", 12, 4096, 14336, 64}, {"Q6_K", 14, 4096, 14336, 64},
   };
   const aph::bench::Ceilings ceilings = aph::bench::measure_ceilings();
-  const char* form = std::getenv("APH_GGUF_TILE_OVERLAP");
-  std::printf("GGUF tile GEMM, bf16 activations, APH_GGUF_TILE_OVERLAP=%s (bf16 GEMM ceiling %.0f TFLOP/s)\n",
-              form ? form : "unset", ceilings.bf16_flops / 1e12);
+  std::printf("GGUF tile GEMM, bf16 activations (bf16 GEMM ceiling %.0f TFLOP/s)\n", ceilings.bf16_flops / 1e12);
   std::printf("%-6s %-16s %3s %6s %9s %9s %8s\n", "type", "[N x K]", "M", "splits", "us", "TFLOP/s", "of bf16");
   for (const Case& c : cases) {
     char shape[32];
@@ -110,17 +105,11 @@ void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
     size_t bytes = 0;
     std::vector<uint8_t*> w = weight_copies(c.type, c.n, c.k, &bytes);
     if (w.empty()) continue;
-    // As the plugin's context lays it out (cuda_linear.cpp): zeroed tile
-    // counters, then the partial sums.
     aph::gguf::cuda::TileGemmScratch scratch;
     void* ws = nullptr;
-    const int64_t counts = aph::gguf::cuda::kTileGemmCounters;
-    const uint64_t partial_bytes = aph::gguf::cuda::tile_gemm_workspace_bytes(c.n, c.k, sm_count);
-    cuda_ok(cudaMalloc(&ws, counts * sizeof(unsigned) + partial_bytes), "cudaMalloc");
-    cuda_ok(cudaMemset(ws, 0, counts * sizeof(unsigned)), "cudaMemset");
-    scratch.tile_counts = static_cast<unsigned*>(ws);
-    scratch.tile_count_capacity = counts;
-    scratch.partials = reinterpret_cast<float*>(static_cast<unsigned*>(ws) + counts);
+    scratch.partial_bytes = aph::gguf::cuda::tile_gemm_workspace_bytes(c.n, c.k, sm_count);
+    if (scratch.partial_bytes > 0) cuda_ok(cudaMalloc(&ws, scratch.partial_bytes), "cudaMalloc");
+    scratch.partials = static_cast<float*>(ws);
     const double ms = graph_ms_per_call(stream, std::max(8, 2 * static_cast<int>(w.size())), [&](int i) {
       launch_ok(aph::gguf::cuda::launch_tile_gemm(c.type, w[i % w.size()], c.n, c.k, x, c.m, nullptr, y, true,
                                                   scratch, sm_count, stream),

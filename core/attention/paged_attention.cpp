@@ -103,31 +103,17 @@ void run_cuda(const PagedAttentionArgs& a) {
     const size_t have = a.workspace == nullptr ? 0 : a.workspace_bytes;
     splits = std::min(splits, decode_splits_that_fit(a.n_seqs, a.num_heads, a.layout.head_dim, have));
   }
-  // The split counters: the caller's own (always zero between calls: each
-  // merge leaves its counter at zero), else after the partials in the
-  // workspace, where the KV write zeroes them.
+  // The split counters sit after the partials in the workspace, where
+  // another shape's partials may have been: the KV write zeroes them.
   int32_t* counters = nullptr;
   int64_t n_counters = 0;
-  const int64_t need = static_cast<int64_t>(a.n_seqs) * a.num_heads;
-  const bool own_counters = a.split_counters != nullptr && a.split_counter_count >= need;
   if (splits > 1) {
-    n_counters = need;
-    if (own_counters) {
-      counters = a.split_counters;
-    } else {
-      const size_t partials = decode_workspace_bytes(a.n_seqs, a.num_heads, a.layout.head_dim, splits) -
-                              static_cast<size_t>(need) * sizeof(int32_t);
-      counters = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(a.workspace) + partials);
-    }
+    n_counters = static_cast<int64_t>(a.n_seqs) * a.num_heads;
+    const size_t partials = decode_workspace_bytes(a.n_seqs, a.num_heads, a.layout.head_dim, splits) -
+                            static_cast<size_t>(n_counters) * sizeof(int32_t);
+    counters = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(a.workspace) + partials);
   }
   const bool rope = a.rope.inv_freq != nullptr;
-  // One launch where the decode kernel can do the KV write's work; only with
-  // counters that nothing but the write would otherwise zero.
-  if (rope && (splits <= 1 || own_counters)) {  // launch_decode_fused_rope says which calls it takes
-    const cudaError_t e = cuda::launch_decode_fused_rope(a, splits, counters, stream);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotSupported) check_launch(e, "decode attention with RoPE");
-  }
   if (a.n_tokens > 0) {
     check_launch(cuda::launch_write_kv_cache(a, counters, n_counters, stream), "KV cache write");
   }

@@ -68,14 +68,6 @@ struct PagedAttentionArgs {
   // Scratch for split-K decode on CUDA (bytes from paged_attention_workspace_bytes).
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
-  // CUDA, optional: the decode's split counters (one a sequence and query
-  // head: n_seqs * num_heads <= split_counter_count), in memory of their own,
-  // zeroed once when allocated; every call leaves them at zero. Without them
-  // the counters sit in the workspace after the partials, where another
-  // shape's partials may have been, and the KV write zeroes them each call;
-  // with them a decode with RoPE may skip the KV write (APH_DECODE_FUSED_ROPE).
-  int32_t* split_counters = nullptr;
-  int64_t split_counter_count = 0;
   FusedRope rope;  // CUDA: optional (rope.inv_freq set)
 };
 

@@ -71,7 +71,6 @@ class Runner final : public ModelRunner {
   Tensor meta_dev_;  // packed metadata on the device (CUDA)
   size_t off_[7] = {};
   Tensor attn_workspace_;
-  Tensor split_counters_;  // paged_attention's, zero between calls
   Tensor normed_logits_, lm_out_, logits_;
   int32_t graph_table_width_ = 0;
   std::vector<int> graph_sizes_;

@@ -36,22 +36,8 @@ cudaError_t launch_decode_stream(const PagedAttentionArgs& args, int splits, int
 // (nothing launched) for what it does not take: a 16-bit cache of another
 // type than the activations', head sizes past 128 or not multiples of 16,
 // blocks of fewer than 16 tokens, a GPU with too little shared memory a CTA.
-// fused_rope: args.rope is set and the kernel rotates q and the step's k and
-// stores the step's K and V itself (launch_decode_fused_rope).
 cudaError_t launch_decode_mma(const PagedAttentionArgs& args, int splits, int32_t* counters, bool clusters,
-                              bool fused_rope, cudaStream_t stream);
-
-// A decode-only call (one token a sequence, no padding tokens) with RoPE
-// (args.rope) in one launch instead of two: the tensor-core kernel rotates q
-// and the step's k and stores the step's K and V, where launch_decode would
-// take that kernel and APH_DECODE_FUSED_ROPE=1 asks for it (docs/CONFIG.md).
-// Nothing zeroes `counters` before it: they must be zero already (the
-// caller's own split counters, which every merge leaves at zero:
-// PagedAttentionArgs::split_counters).
-// cudaErrorNotSupported, with nothing launched, for the calls it does not
-// take; the caller then runs the KV write and launch_decode.
-cudaError_t launch_decode_fused_rope(const PagedAttentionArgs& args, int splits, int32_t* counters,
-                                     cudaStream_t stream);
+                              cudaStream_t stream);
 
 // Flash-attention-style tiles for sequences with q_len > 1 (tensor cores).
 cudaError_t launch_prefill(const PagedAttentionArgs& args, cudaStream_t stream);

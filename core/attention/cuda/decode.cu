@@ -536,14 +536,6 @@ int mma_mode() {
   return mode;
 }
 
-// APH_DECODE_FUSED_ROPE=1: decode-only calls with RoPE skip the KV write
-// kernel where the tensor-core kernel takes them (launch_decode_fused_rope).
-// Opt-in: written in stop 27 with no GPU to measure it (docs/PERFORMANCE.md).
-bool fused_rope_mode() {
-  static const bool on = env_flag("APH_DECODE_FUSED_ROPE", false);
-  return on;
-}
-
 // Whether launch_decode gives a launch (with or without clusters) to the
 // streaming kernel, and whether it tries the tensor-core kernel first.
 bool stream_takes(bool clusters) {
@@ -557,24 +549,13 @@ bool mma_takes(bool clusters) {
 
 }  // namespace
 
-cudaError_t launch_decode_fused_rope(const PagedAttentionArgs& a, int splits, int32_t* counters,
-                                     cudaStream_t stream) {
-  if (!fused_rope_mode() || a.rope.inv_freq == nullptr || a.n_seqs == 0 || a.n_tokens != a.n_seqs ||
-      a.max_query_len != 1)
-    return cudaErrorNotSupported;
-  if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
-  const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
-  if (!mma_takes(clusters)) return cudaErrorNotSupported;
-  return launch_decode_mma(a, splits, counters, clusters, true, stream);
-}
-
 cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* counters,
                           cudaStream_t stream) {
   if (a.n_seqs == 0) return cudaSuccess;
   if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
   const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
   if (mma_takes(clusters)) {
-    const cudaError_t e = launch_decode_mma(a, splits, counters, clusters, false, stream);
+    const cudaError_t e = launch_decode_mma(a, splits, counters, clusters, stream);
     if (e != cudaErrorNotSupported) return e;
   }
   if (stream_takes(clusters)) return launch_decode_stream(a, splits, counters, clusters, stream);

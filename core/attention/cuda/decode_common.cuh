@@ -28,34 +28,8 @@ struct DecodeParams : AttentionCallParams {
   float* ws_out;  // [seq][head][split][HD]
   float* ws_max;  // [seq][head][split]
   float* ws_sum;
-  int32_t* counters;  // [seq][head CTA], zeroed by the KV write kernel and by each group's merge
-  bool l2_prefetch;    // APH_DECODE_L2_PREFETCH (decode_mma.cu)
-  // RoPE and the KV write done by the decode kernel itself (decode_mma.cu,
-  // launch_decode_fused_rope): q, k and v are then the projections before
-  // rotation, rows of q_stride / k_stride / v_stride elements (FusedRope).
-  struct Rope {
-    const float* inv_freq;  // null: the KV write ran before, q is rotated
-    const int32_t* positions;
-    const void* k;
-    const void* v;
-    int64_t q_stride, k_stride, v_stride;
-    const int64_t* slot_mapping;
-    int64_t total_slots;
-    uint8_t* k_cache;  // the same caches, writable
-    uint8_t* v_cache;
-    int32_t rotary_dim;
-    bool interleaved;
-    float mscale;
-    float k_scale, v_scale;  // fp8: stored = value / scale
-  } rope;
+  int32_t* counters;  // [seq][head CTA], zeroed by the KV write kernel
 };
-
-// APH_DECODE_L2_PREFETCH=1: the tensor-core kernel sends the rows its ring
-// has not reached to L2 before it waits for the KV write (docs/CONFIG.md).
-inline bool decode_l2_prefetch() {
-  static const bool on = env_flag("APH_DECODE_L2_PREFETCH", false);
-  return on;
-}
 
 // Both kernels' grid: (split, KV head x head chunk of kDecodeHeadsPerCta
 // query heads, sequence).
@@ -66,7 +40,6 @@ inline DecodeParams make_decode_params(const PagedAttentionArgs& a, int splits, 
   p.splits = splits;
   p.min_split_tokens = kDecodeMinSplitTokens;
   p.cluster = 1;
-  p.l2_prefetch = decode_l2_prefetch();
   if (splits > 1) {
     const size_t parts = static_cast<size_t>(a.n_seqs) * a.num_heads * splits;
     p.ws_out = static_cast<float*>(a.workspace);
@@ -75,29 +48,6 @@ inline DecodeParams make_decode_params(const PagedAttentionArgs& a, int splits, 
     p.counters = counters;
   }
   return p;
-}
-
-// The decode kernel rotates q and k and stores the step's K and V itself
-// (launch_decode_fused_rope): q is the unrotated projection.
-inline void fuse_rope(DecodeParams& p, const PagedAttentionArgs& a) {
-  const FusedRope& r = a.rope;
-  p.q = a.q;
-  p.rope.inv_freq = r.inv_freq;
-  p.rope.positions = r.positions;
-  p.rope.k = a.k;
-  p.rope.v = a.v;
-  p.rope.q_stride = r.q_stride;
-  p.rope.k_stride = r.k_stride;
-  p.rope.v_stride = r.v_stride;
-  p.rope.slot_mapping = a.slot_mapping;
-  p.rope.total_slots = static_cast<int64_t>(a.layout.num_blocks) * a.layout.block_size;
-  p.rope.k_cache = static_cast<uint8_t*>(a.k_cache);
-  p.rope.v_cache = static_cast<uint8_t*>(a.v_cache);
-  p.rope.rotary_dim = r.rotary_dim;
-  p.rope.interleaved = r.interleaved;
-  p.rope.mscale = r.mscale;
-  p.rope.k_scale = a.k_scale;
-  p.rope.v_scale = a.v_scale;
 }
 
 // A decode CTA's place in the grid: its sequence, KV head and first query
@@ -177,10 +127,6 @@ __device__ __forceinline__ void publish_and_merge(const DecodeParams& p, int seq
     int32_t* const counter = p.counters + static_cast<size_t>(seq) * gridDim.y + blockIdx.y;
     const int prev = atomicAdd(counter, 1);
     is_last = prev == n_slots - 1;
-    // Every arrival of this launch is in: the group leaves its counter at
-    // zero for the next call, which a decode with RoPE fused (no KV write
-    // kernel before it to zero the counters) relies on.
-    if (is_last) *counter = 0;
   }
   __syncthreads();
   if (!is_last) return;

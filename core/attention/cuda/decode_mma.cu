@@ -55,7 +55,6 @@
 #include "core/common/cuda_async_copy.cuh"
 #include "core/common/cuda_mma.cuh"
 #include "core/common/cuda_pdl.cuh"
-#include "core/common/rope_pair.cuh"
 
 namespace aph::attention::cuda {
 namespace {
@@ -118,73 +117,6 @@ __device__ __forceinline__ void widen16(const uint8_t* src, uint8_t* dst) {
   for (int i = 0; i < 8; ++i) h[i] = fp8x2_to_half2_bits<KvT>(static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2))));
   reinterpret_cast<uint4*>(dst)[0] = make_uint4(h[0], h[1], h[2], h[3]);
   reinterpret_cast<uint4*>(dst)[1] = make_uint4(h[4], h[5], h[6], h[7]);
-}
-
-// q's A fragments when the decode does RoPE itself (DecodeParams::rope):
-// each of a lane's elements d = 16 kc + 8 h + c2 (+ 1) of head row g is
-// rotated with its partner (d ^ 1 for interleaved pairs, d +- half for NEOX
-// halves) as the KV write rotates it (rope_pair.cuh), rounded to ActT,
-// which is what the write would have left in q_rot, and packed as q_pair
-// packs. Element by element, the partner read again from q (L1): a pair's
-// two elements sit in one lane, but holding them for a shared rotation put
-// the lane's row in local memory.
-template <int HD, typename ActT, typename T>
-__device__ __forceinline__ void rotated_q_fragments(const DecodeParams& p, const ActT* qp, const float2* cs, int c2,
-                                                    uint32_t (&qa)[HD / 16][2]) {
-  const int rot = p.rope.rotary_dim, half = rot / 2;
-  const bool inter = p.rope.interleaved;
-  auto element = [&](int d) {
-    const float x = to_float<ActT>(qp[d]);
-    if (d >= rot) return x;
-    const bool first = inter ? (d & 1) == 0 : d < half;  // a of the pair (a, b)
-    const int i = inter ? d / 2 : (first ? d : d - half);
-    const int partner = inter ? d ^ 1 : (first ? d + half : d - half);
-    const rope::Pair pr = rope::pair_with(i, half, inter, cs[i]);
-    const float y = to_float<ActT>(qp[partner]);
-    return first ? rope::rotate(pr, x, y).x : rope::rotate(pr, y, x).y;
-  };
-  auto act = [](float v) { return q_operand<ActT, T>(to_float<ActT>(from_float<ActT>(v))); };  // as q_rot holds it
-#pragma unroll
-  for (int kc = 0; kc < HD / 16; ++kc)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int d = kc * 16 + h * 8 + c2;
-      qa[kc][h] = cuda_mma::pack2<T>(act(element(d)), act(element(d + 1)));
-    }
-}
-
-// The step's own K and V row (the newest token of sequence cta.seq, KV head
-// cta.kvh) when the decode does RoPE itself: rotated and stored as the KV
-// write stores it (store_cache_elem), into the ring row that the copies
-// skipped and, when `to_cache`, into the cache slot slot_mapping names
-// (padding slots, < 0 or past the cache, store nothing there). One warp.
-template <int HD, typename ActT, typename KvT>
-__device__ __forceinline__ void fused_fresh_row(const DecodeParams& p, const DecodeCta& cta, const float2* cs,
-                                                int lane, uint8_t* k_ring, uint8_t* v_ring, bool to_cache) {
-  constexpr int kB = KvTraits<KvT>::kBytes;
-  const DecodeParams::Rope& r = p.rope;
-  const ActT* kin = static_cast<const ActT*>(r.k) + static_cast<size_t>(cta.q_tok) * r.k_stride + cta.kvh * HD;
-  const ActT* vin = static_cast<const ActT*>(r.v) + static_cast<size_t>(cta.q_tok) * r.v_stride + cta.kvh * HD;
-  const int64_t slot = r.slot_mapping[cta.q_tok];
-  const bool store = to_cache && slot >= 0 && slot < r.total_slots;
-  const size_t row = (static_cast<size_t>(slot) * p.num_kv_heads + cta.kvh) * HD * kB;
-  auto put_k = [&](int j, float v) {
-    store_cache_elem<ActT, KvT>(v, k_ring + j * kB, r.k_scale);
-    if (store) store_cache_elem<ActT, KvT>(v, r.k_cache + row + j * kB, r.k_scale);
-  };
-  const int rot = r.rotary_dim, half = rot / 2;
-  for (int i = lane; i < half; i += 32) {
-    const rope::Pair pr = rope::pair_with(i, half, r.interleaved, cs[i]);
-    const float2 v = rope::rotate(pr, to_float<ActT>(kin[pr.a]), to_float<ActT>(kin[pr.b]));
-    put_k(pr.a, v.x);
-    put_k(pr.b, v.y);
-  }
-  for (int j = rot + lane; j < HD; j += 32) put_k(j, to_float<ActT>(kin[j]));
-  for (int j = lane; j < HD; j += 32) {
-    const float v = to_float<ActT>(vin[j]);
-    store_cache_elem<ActT, KvT>(v, v_ring + j * kB, r.v_scale);
-    if (store) store_cache_elem<ActT, KvT>(v, r.v_cache + row + j * kB, r.v_scale);
-  }
 }
 
 // T: the MMA's element type, the activations' for a 16-bit cache of that
@@ -265,49 +197,20 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
 
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) issue(j, true);
-  if (p.l2_prefetch) {
-    // The later steps' rows head for L2 now, one bulk prefetch a row (lanes
-    // 0-15 K, 16-31 V), so that the ring's later copies wait on L2, not DRAM.
-    for (int step = kStages - 1; step < steps; ++step) {
-      const int tok = tile_start(step) + lane % kTile;
-      if (tok < end) {
-        const size_t off = row_offset(table[tok / bs], tok % bs, 0);
-        cuda_async::prefetch_l2_bulk((lane < kTile ? p.k_cache : p.v_cache) + off, S::kRowBytes);
-      }
-    }
-  }
-  const bool fused = p.rope.inv_freq != nullptr;
-  // Fused RoPE: each pair's cos and sin at this token's position, once a CTA
-  // (one sincosf a thread; in every lane that needs them they made the
-  // kernel's code twice as long), before the wait: they come from the
-  // step's inputs, not from the kernel before.
-  __shared__ float2 rope_cs[HD / 2];
-  if (fused) {
-    const float pos = static_cast<float>(p.rope.positions[cta.q_tok]);
-    for (int i = tid; i < p.rope.rotary_dim / 2; i += kThreads)
-      rope_cs[i] = rope::cos_sin(pos, p.rope.inv_freq, i, p.rope.mscale);
-    __syncthreads();
-  }
   cuda_pdl::wait_for_producer();
   if (warp == 0 && fresh >= begin && fresh < end) {  // the newest row: warp 0's step 0 (tile_start)
     const int row = fresh - tile_start(0);
     uint8_t* kt = k_tile(0);
-    if (fused) {
-      // This CTA makes the row; one CTA of the KV head (head chunk 0) stores it.
-      fused_fresh_row<HD, ActT, KvT>(p, cta, rope_cs, lane, kt + row * S::kStride,
-                                     kt + S::kTileBytes + row * S::kStride, blockIdx.y % p.head_chunks == 0);
-    } else {  // the KV write stored it before the wait ended
-      const int32_t blk = table[fresh / bs];
+    const int32_t blk = table[fresh / bs];  // the KV write stored it before the wait ended
 #pragma unroll
-      for (int u = 0; u < S::kCopyRounds; ++u) {
-        const int i = lane + 32 * u;
-        if (i >= S::kPieces || i / S::kChunks != row) continue;
-        const int chunk = i % S::kChunks;
-        const size_t off = row_offset(blk, fresh % bs, chunk);
-        uint8_t* dst = kt + row * S::kStride + chunk * 16;
-        *reinterpret_cast<uint4*>(dst) = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + off));
-        *reinterpret_cast<uint4*>(dst + S::kTileBytes) = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + off));
-      }
+    for (int u = 0; u < S::kCopyRounds; ++u) {
+      const int i = lane + 32 * u;
+      if (i >= S::kPieces || i / S::kChunks != row) continue;
+      const int chunk = i % S::kChunks;
+      const size_t off = row_offset(blk, fresh % bs, chunk);
+      uint8_t* dst = kt + row * S::kStride + chunk * 16;
+      *reinterpret_cast<uint4*>(dst) = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + off));
+      *reinterpret_cast<uint4*>(dst + S::kTileBytes) = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + off));
     }
   }
 
@@ -319,18 +222,12 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
   // and those + 8 of each 16; rows 8-15 are zero registers.
   uint32_t qa[HD / 16][2] = {};
   if (g < G) {
-    if (fused) {  // unrotated rows of q_stride elements
-      const ActT* qp = static_cast<const ActT*>(p.q) + static_cast<size_t>(cta.q_tok) * p.rope.q_stride +
-                       static_cast<size_t>(cta.h0 + g) * HD;
-      rotated_q_fragments<HD, ActT, T>(p, qp, rope_cs, c2, qa);
-    } else {
-      const ActT* qp = static_cast<const ActT*>(p.q) + (static_cast<size_t>(cta.q_tok) * p.num_heads + cta.h0 + g) * HD;
+    const ActT* qp = static_cast<const ActT*>(p.q) + (static_cast<size_t>(cta.q_tok) * p.num_heads + cta.h0 + g) * HD;
 #pragma unroll
-      for (int kc = 0; kc < HD / 16; ++kc) {
+    for (int kc = 0; kc < HD / 16; ++kc) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h)  // element loads: q's rows need not be 4-byte aligned
-          qa[kc][h] = q_pair<ActT, T>(qp, kc * 16 + h * 8 + c2);
-      }
+      for (int h = 0; h < 2; ++h)  // element loads: q's rows need not be 4-byte aligned
+        qa[kc][h] = q_pair<ActT, T>(qp, kc * 16 + h * 8 + c2);
     }
   }
 
@@ -440,7 +337,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
 }
 
 template <int HD, typename ActT, typename KvT>
-cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters, bool fused_rope,
+cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
                          cudaStream_t stream) {
   constexpr int smem = MmaShape<HD, KvT>::kSmemBytes;
   auto kernel = decode_mma_kernel<HD, ActT, KvT>;
@@ -453,21 +350,20 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
   if (e != cudaSuccess) return e;
   if (smem > max_smem) return cudaErrorNotSupported;
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
-  if (fused_rope) fuse_rope(p, a);
   return launch_tail_kernel<HD>(kernel, p, a.n_seqs, kThreads, smem, clusters, stream);
 }
 
 }  // namespace
 
 cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
-                              bool fused_rope, cudaStream_t stream) {
+                              cudaStream_t stream) {
   if (a.layout.block_size < kTile) return cudaErrorNotSupported;
   return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) -> cudaError_t {
     constexpr int HD = decltype(hd)::value;
     using ActT = decltype(act);
     using KvT = decltype(kv);
     if constexpr ((kIsFp8<KvT> || std::is_same_v<ActT, KvT>) && HD % 16 == 0 && HD <= 128)
-      return launch_typed<HD, ActT, KvT>(a, splits, counters, clusters, fused_rope, stream);
+      return launch_typed<HD, ActT, KvT>(a, splits, counters, clusters, stream);
     else
       return cudaErrorNotSupported;
   });

@@ -61,9 +61,9 @@ bool tile_gemm_enabled() {
 // K 3 ways where q alone split it 5 and k and v 8, and gate/up's 448 tiles
 // need no split where each alone split 2 (stop 20's trace: the splits' sums
 // took 594 us of a 14.7 ms step). On by default since stop 28: H100, 8B
-// Q4_K_M x64 with tensor-core decode, medians of 2: 5305.4 tok/s alone,
-// 5555.1 with groups, 5981.9 with form 4 and groups. APH_GGUF_TILE_GROUPS=0
-// launches each linear alone.
+// Q4_K_M x64 with tensor-core decode: 5637.7 tok/s alone (median of 2),
+// 6050.0 with groups (one run). APH_GGUF_TILE_GROUPS=0 launches each linear
+// alone.
 bool tile_groups_enabled() {
   static const bool on = env_flag("APH_GGUF_TILE_GROUPS", true);
   return on;
@@ -146,12 +146,7 @@ void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uin
   if (partial > partial_bytes_) {
     if (partials_) state_.services->device_free(state_.services->host, device_, partials_);
     partials_ = nullptr;
-    const uint64_t counts = cuda::kTileGemmCounters * sizeof(unsigned);
-    partials_ = alloc(state_, device_, counts + partial, "GGUF tile GEMM partial sums");
-    check_cuda(static_cast<int>(cudaMemsetAsync(partials_, 0, counts, static_cast<cudaStream_t>(stream))),
-               "GGUF tile GEMM tile counters");
-    check_cuda(static_cast<int>(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))),
-               "GGUF tile GEMM tile counters");
+    partials_ = alloc(state_, device_, partial, "GGUF tile GEMM partial sums");
     partial_bytes_ = partial;
   }
 }
@@ -159,9 +154,7 @@ void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uin
 cuda::TileGemmScratch CudaContext::tile_scratch() const {
   cuda::TileGemmScratch s;
   if (!partials_) return s;
-  s.tile_counts = static_cast<unsigned*>(partials_);
-  s.tile_count_capacity = cuda::kTileGemmCounters;
-  s.partials = reinterpret_cast<float*>(static_cast<uint8_t*>(partials_) + cuda::kTileGemmCounters * sizeof(unsigned));
+  s.partials = static_cast<float*>(partials_);
   s.partial_bytes = partial_bytes_;
   return s;
 }
@@ -349,9 +342,19 @@ void CudaLinear::launch_run(const std::vector<CudaLinear*>& group, size_t i, siz
     const CudaLinear& t = *group[j];
     targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_, static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2};
   }
-  check_cuda(cuda::launch_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_, x,
-                                       std::min<int64_t>(8, m - r), l.bf16_, l.state_.cuda->sm_count(), stream),
-             "linear " + l.name_ + " (with the " + std::to_string(end - i - 1) + " after it)");
+  const int count = static_cast<int>(end - i), rows = static_cast<int>(std::min<int64_t>(8, m - r));
+  int first_b = 1;  // where run_end let a second type join, if it did
+  while (first_b < count && group[i + first_b]->type_ == l.type_) ++first_b;
+  const std::string what = "linear " + l.name_ + " (with the " + std::to_string(count - 1) + " after it)";
+  if (first_b < count) {
+    check_cuda(cuda::launch_fast_matvec_pair(l.type_, group[i + first_b]->type_, targets, count, first_b, l.k_, x,
+                                             rows, l.bf16_, stream),
+               what);
+    return;
+  }
+  check_cuda(cuda::launch_matvec_multi(l.type_, targets, count, l.k_, x, rows, l.bf16_, l.state_.cuda->sm_count(),
+                                       stream),
+             what);
 }
 
 void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const void* x, int64_t m,

@@ -233,12 +233,9 @@ struct Decoder<14> {
   static constexpr bool kHasMin = false, kSplit = true;
   static constexpr int kCodeMin = -32, kCodeMax = 31;
   __device__ static void chunk(const uint8_t* row, int64_t nb, int64_t blk, int j, Chunk& c) {
-    chunk_at(row + 192 * blk, reinterpret_cast<const int8_t*>(row + 192 * nb + 16 * blk),
-             ld_f16(row + 208 * nb + 2 * blk), j, c);
-  }
-  // Chunk j of the block whose codes (ql+qh), scales and d are given apart
-  // (the pipelined tile GEMM's copy of a block in shared memory).
-  __device__ static void chunk_at(const uint8_t* b, const int8_t* scales, float d, int j, Chunk& c) {
+    const uint8_t* b = row + 192 * blk;
+    const auto* scales = reinterpret_cast<const int8_t*>(row + 192 * nb + 16 * blk);
+    const float d = ld_f16(row + 208 * nb + 2 * blk);
     const int h = j / 4, u = j % 4;
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -322,7 +319,7 @@ __device__ __forceinline__ void decode_chunk(const uint8_t* row, int64_t nb, int
 // Chunks c and c + 1 (c even) of a row of `chunks` chunks, each index past
 // the row clamped to a chunk inside it (the caller sees that what it meets
 // is zero or dropped):
-// the tile GEMM's form 4 decodes a row's chunks in pairs. Q4_K's pair is
+// the tile GEMM decodes a row's chunks in pairs. Q4_K's pair is
 // one sub-block pair of one block (its chunks come in eights), whose codes
 // share their 32 bytes (low and high nibbles): one 16-byte header load and
 // two code loads for both, against seven loads a chunk through

@@ -56,10 +56,6 @@ struct MatvecX {
   // waits for x's producer (APH_GGUF_PRELOAD=0: into L2 only). Set by
   // launch_matvec_multi.
   bool preload = true;
-  // The fast k-quant matvec: each warp sends its rows to L2 with one bulk
-  // prefetch before it waits for x (APH_GGUF_L2_BULK=1). Set by
-  // launch_fast_matvec_multi.
-  bool prefetch_rows = false;
 };
 bool fits_in_cta_quantization(uint32_t ggml_type, int64_t k);
 

@@ -1,7 +1,7 @@
 // y[m, n] = x[m, k] · Wᵀ for the batches between the matvec (m <= 32) and
 // the prefill GEMM: each CTA dequantizes a tile of W rows into shared memory
-// and multiplies it with the matching x tile on tensor cores (wmma), so W is
-// read once as quantized bytes and never written out as F16/BF16 (the
+// and multiplies it with the matching x tile on tensor cores (mma.sync), so
+// W is read once as quantized bytes and never written out as F16/BF16 (the
 // dequantize-then-cuBLAS path wrote and re-read 16 GB a step for an 8B model
 // at batch 64). K is split over CTAs when the tiles alone cannot fill the GPU;
 // the splits' fp32 partials are summed by a second kernel.
@@ -21,20 +21,11 @@ int tile_gemm_splits(int64_t n, int64_t k, int64_t m, int sm_count);
 // m <= kTileGemmMaxM.
 uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count);
 
-// The scratch of a launch with K splits: the partial sums (as sized above),
-// and optionally a counter per output tile, zero before the launch and again
-// after it, with which the pipelined form's last split to finish a tile sums
-// the tile's partials itself instead of a second kernel (tile_counts null, or
-// fewer than the launch's tiles: the second kernel).
+// The scratch of a launch with K splits: the partial sums (as sized above).
 struct TileGemmScratch {
   float* partials = nullptr;
   uint64_t partial_bytes = 0;  // what `partials` holds
-  unsigned* tile_counts = nullptr;
-  int64_t tile_count_capacity = 0;
 };
-// Counters the plugin's context keeps (tiles of 64 x 64: a million output
-// rows at m = 128).
-constexpr int64_t kTileGemmCounters = 16384;
 
 // x and y in the activation dtype (F16 or BF16), x 16-byte aligned with k a
 // multiple of 32; scratch as above (unused when splits == 1).
@@ -54,8 +45,7 @@ struct TileGemmTarget {
   void* y = nullptr;
 };
 // As launch_tile_gemm for each target; cudaErrorNotSupported (nothing
-// launched) when the form in use has no such launch (forms 2, 4 and 5 do)
-// or the scratch cannot hold the launch's partials or counters: the caller
+// launched) when the scratch cannot hold the launch's partials: the caller
 // then runs the linears one by one.
 int launch_tile_gemm_multi(uint32_t ggml_type, const TileGemmTarget* targets, int count, int64_t k, const void* x,
                            int64_t m, bool bf16, const TileGemmScratch& scratch, int sm_count, void* stream);

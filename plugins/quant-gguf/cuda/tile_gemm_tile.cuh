@@ -1,5 +1,4 @@
-// The pieces the tile GEMM's kernels share (tile_gemm.cu, and the pipelined
-// form in tile_gemm_pipelined.cu): the tile's shape, the products of one k
+// The tile of the tile GEMM (tile_gemm.cu): its shape, the products of one k
 // step by ldmatrix + mma.sync, and the write of the finished tile.
 #pragma once
 
@@ -9,7 +8,6 @@
 
 #include "core/common/cuda_mma.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
-#include "plugins/quant-gguf/cuda/tile_gemm.hpp"
 
 namespace aph::gguf::cuda::tile {
 
@@ -79,44 +77,5 @@ __device__ __forceinline__ void write_tile(const float* c_s, int64_t m0, int64_t
       partial[(static_cast<int64_t>(split) * m + row) * n + col] = v;
   }
 }
-
-// With K splits and tile_counts: the CTA that finishes a tile's last split
-// adds the splits' partials (in split order, from bias, as the second kernel
-// of tile_gemm.cu does) and writes y, then sets the tile's counter back to
-// zero for the next launch. Each split's partials are written and fenced
-// before its count, so the last one reads them all (the reduction pattern
-// of CUDA's threadFenceReduction sample); they are read from L2 (ld.cg).
-template <typename T>
-__device__ __forceinline__ void sum_splits_if_last(unsigned* tile_counts, const float* partial, int64_t m0,
-                                                   int64_t n0, int64_t m, int64_t n, const float* bias, T* y) {
-  __shared__ bool last;
-  const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x, splits = gridDim.z;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&tile_counts[tile], 1u) == splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int idx = threadIdx.x; idx < kBM * kBN; idx += kThreads) {
-    const int64_t row = m0 + idx / kBN, col = n0 + idx % kBN;
-    if (row >= m || col >= n) continue;
-    float v = bias ? bias[col] : 0.0f;
-    for (unsigned sp = 0; sp < splits; ++sp) v += __ldcg(partial + (static_cast<int64_t>(sp) * m + row) * n + col);
-    y[row * n + col] = from_float<T>(v);
-  }
-  if (threadIdx.x == 0) tile_counts[tile] = 0;
-}
-
-// The pipelined form (tile_gemm_pipelined.cu) for this type and shape:
-// returns false without launching when it does not take them (a type whose
-// blocks cannot be copied in 16-byte pieces, k not a multiple of kBK).
-// Otherwise *rc is the launch's status, *splits the K splits it chose (at
-// most tile_gemm_splits', so the partials fit the workspace), and *summed
-// whether its CTAs summed them (a counter for every tile in the scratch);
-// when not, the caller sums the splits' partials.
-template <typename T>
-bool launch_pipelined(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
-                      const float* bias, T* y, const TileGemmScratch& scratch, int sm_count, cudaStream_t s,
-                      cudaError_t* rc, int* splits, bool* summed);
 
 }  // namespace aph::gguf::cuda::tile

@@ -137,7 +137,7 @@ bool g_claim_short_contexts = false;
 // in a CUDA graph planned for that max_context_len and then replayed.
 // workspace_cap (bytes) forces a plan with fewer splits; 0 means no workspace.
 // launches: the call (or its graph) that many times on one workspace; a
-// repeat computes the same again, provided the call left its split counters
+// repeat computes the same again, provided each call's split counters start
 // at zero.
 void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx = 0,
              int64_t workspace_cap = -1, const RopeInputs* rope = nullptr, int launches = 1) {
@@ -157,13 +157,6 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
   DeviceBuffer<uint8_t> ws(ws_bytes);
   ASSERT_TRUE(q.ptr && out.ptr && kc.ptr && ws.ptr);
   CUDA_OK(cudaMemset(out.ptr, 0xff, out.count * 2));  // NaN pattern: unwritten rows show up
-  // With RoPE, split counters of their own as the model runner keeps them
-  // (zeroed once; the fused decode needs them); the other calls keep theirs
-  // in the workspace.
-  DeviceBuffer<int32_t> counters(rope ? static_cast<size_t>(n_seqs) * p.spec.num_heads : 0);
-  if (rope) {
-    CUDA_OK(cudaMemset(counters.ptr, 0, counters.count * sizeof(int32_t)));
-  }
 
   PagedAttentionArgs a;
   a.device = 0;
@@ -205,8 +198,6 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
     a.rope.mscale = rope->c.mscale;
     a.rope.q_stride = a.rope.k_stride = a.rope.v_stride = qw + 2 * kw;
     a.rope.q_rot = q.ptr;  // overwritten with the rotation
-    a.split_counters = counters.ptr;
-    a.split_counter_count = static_cast<int64_t>(counters.count);
   }
 
   cudaStream_t stream;
@@ -458,12 +449,10 @@ TEST(PagedAttentionGpuRope, FusedRotationMatchesRotatedInputs) {
     }
 }
 
-// Decode-only calls with RoPE (one token a sequence, no padding tokens):
-// where APH_DECODE_FUSED_ROPE=1 and the tensor-core kernel takes them
-// (aph_attention_gpu_test_fused_rope), that kernel rotates q and k and
-// stores the step's K and V itself, with no KV write kernel; elsewhere the
-// KV write runs first. Each call twice on one workspace: the fused form has
-// nothing but the merges' reset to zero its split counters between them.
+// Decode-only calls with RoPE (one token a sequence, no padding tokens), as
+// every decode step makes them: the KV write rotates q and k, then the
+// decode kernel reads the rotated q. Each call twice on one workspace: the
+// write must zero the split counters the first call's merges used.
 // Rotary dims: whole, partial (64, 96), and 40 (pairs that straddle the
 // MMA fragments' 16-element chunks), NEOX and interleaved.
 TEST(PagedAttentionGpuRope, DecodeOnlyRotationMatchesRotatedInputs) {

@@ -342,19 +342,9 @@ void CudaLinear::launch_run(const std::vector<CudaLinear*>& group, size_t i, siz
     const CudaLinear& t = *group[j];
     targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_, static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2};
   }
-  const int count = static_cast<int>(end - i), rows = static_cast<int>(std::min<int64_t>(8, m - r));
-  int first_b = 1;  // where run_end let a second type join, if it did
-  while (first_b < count && group[i + first_b]->type_ == l.type_) ++first_b;
-  const std::string what = "linear " + l.name_ + " (with the " + std::to_string(count - 1) + " after it)";
-  if (first_b < count) {
-    check_cuda(cuda::launch_fast_matvec_pair(l.type_, group[i + first_b]->type_, targets, count, first_b, l.k_, x,
-                                             rows, l.bf16_, stream),
-               what);
-    return;
-  }
-  check_cuda(cuda::launch_matvec_multi(l.type_, targets, count, l.k_, x, rows, l.bf16_, l.state_.cuda->sm_count(),
-                                       stream),
-             what);
+  check_cuda(cuda::launch_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_, x,
+                                       std::min<int64_t>(8, m - r), l.bf16_, l.state_.cuda->sm_count(), stream),
+             "linear " + l.name_ + " (with the " + std::to_string(end - i - 1) + " after it)");
 }
 
 void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const void* x, int64_t m,

@@ -104,9 +104,7 @@ class CudaLinear {
   // Rows [r, r + 8) of the scratch as a matvec's x.
   cuda::MatvecX scratch_x(int64_t r, int64_t m) const;
   // One past the run of linears from group[i] that one launch takes (same
-  // k and dtype, up to kMaxMatvecTargets, all on the matvec path; one type,
-  // or a run of one then a run of another where cuda::fast_matvec_pair
-  // takes the two).
+  // type, k and dtype, up to kMaxMatvecTargets, all on the matvec path).
   static size_t run_end(const std::vector<CudaLinear*>& group, size_t i, int64_t m);
   // Whether forward sends this m and x to the tile GEMM.
   bool takes_tile_gemm(int64_t m, const void* x) const;

@@ -102,7 +102,8 @@ __device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_
 // 4096x4096 7.3 us against 6.1 for kernel + matvec, 1024x4096 6.6 against
 // 4.4, 4096x14336 19.6 against 13.1; the 8B decoded 321 tok/s against 377.)
 template <class P, int MT, int R, typename T>
-__device__ __forceinline__ void matvec_cta(const MatvecTargets& targets, int64_t nb, const MatvecX& x, int m) {
+__global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
+    matvec_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int m) {
   int64_t cta = 0;
   const MatvecTarget& t = target_at(targets, blockIdx.x, &cta);
   const int64_t n = t.n;
@@ -134,26 +135,6 @@ __device__ __forceinline__ void matvec_cta(const MatvecTargets& targets, int64_t
   store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
 }
 
-template <class P, int MT, int R, typename T>
-__global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
-    matvec_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int m) {
-  matvec_cta<P, MT, R, T>(targets, nb, x, m);
-}
-
-// Targets of two types in one grid: those before first_b of type PA, the
-// rest of PB (a Q4_K_M layer's q and k in Q4_K, v in Q6_K). A layer's v is
-// small (1024 x 4096 on the 8B: 3.4 MB), so alone it is one more launch
-// whose time is mostly its start and tail. The register bound is PA's: the
-// first type holds most of the bytes.
-template <class PA, class PB, int MT, int R, typename T>
-__global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : PA::kMinCtas)
-    matvec_pair_kernel(const MatvecTargets targets, int first_b, int64_t nb, const MatvecX x, int m) {
-  if (blockIdx.x < targets.first_cta[first_b])
-    matvec_cta<PA, MT, R, T>(targets, nb, x, m);
-  else
-    matvec_cta<PB, MT, R, T>(targets, nb, x, m);
-}
-
 template <class P, typename T>
 cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m,
                          cudaStream_t s) {
@@ -163,18 +144,6 @@ cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, con
   const dim3 grid(ts.first_cta[count]), block(kWarps * 32);
   if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, x, m);
   return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, ts, nb, x, 1);
-}
-
-template <class PA, class PB, typename T>
-cudaError_t launch_pair_typed(const MatvecTarget* targets, int count, int first_b, int64_t nb, const MatvecX& x,
-                              int m, cudaStream_t s) {
-  if (x.raw) return cudaErrorInvalidValue;
-  constexpr int R = kRowsPerWarp;
-  const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
-  const dim3 grid(ts.first_cta[count]), block(kWarps * 32);
-  if (m > 1)
-    return cuda_pdl::launch_dependent(matvec_pair_kernel<PA, PB, 8, R, T>, grid, block, 0, s, ts, first_b, nb, x, m);
-  return cuda_pdl::launch_dependent(matvec_pair_kernel<PA, PB, 1, R, T>, grid, block, 0, s, ts, first_b, nb, x, 1);
 }
 
 // Calls f(P{}) for a type with has_fast_matvec.
@@ -210,28 +179,6 @@ int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int cou
     else
       rc = launch_typed<P, __half>(targets, count, k / 256, x, mi, s);
   });
-  return static_cast<int>(rc);
-}
-
-int launch_fast_matvec_pair(uint32_t type_a, uint32_t type_b, const MatvecTarget* targets, int count, int first_b,
-                            int64_t k, const MatvecX& x, int64_t m, bool bf16, void* stream) {
-  if (k % 256 != 0 || m < 1 || m > 8 || count > kMaxMatvecTargets || first_b < 1 || first_b >= count ||
-      !fast_matvec_pair(type_a, type_b))
-    return static_cast<int>(cudaErrorInvalidValue);
-  for (int i = 0; i < count; ++i)
-    if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
-  auto s = static_cast<cudaStream_t>(stream);
-  const int mi = static_cast<int>(m);
-  cudaError_t rc = cudaErrorInvalidValue;
-  auto launch = [&](auto pa) {
-    using PA = decltype(pa);
-    if (bf16)
-      rc = launch_pair_typed<PA, VecQ6K, __nv_bfloat16>(targets, count, first_b, k / 256, x, mi, s);
-    else
-      rc = launch_pair_typed<PA, VecQ6K, __half>(targets, count, first_b, k / 256, x, mi, s);
-  };
-  if (type_a == 12) launch(VecQ4K{});
-  if (type_a == 13) launch(VecQ5K{});
   return static_cast<int>(rc);
 }
 

@@ -20,17 +20,4 @@ constexpr bool has_fast_matvec(uint32_t ggml_type) {
 int launch_fast_matvec_multi(uint32_t ggml_type, const MatvecTarget* targets, int count, int64_t k,
                              const MatvecX& x, int64_t m, bool bf16, void* stream);
 
-// The type pairs one launch of launch_fast_matvec_pair takes: the K-quant
-// mixes' q/k (Q4_K or Q5_K) before a v in Q6_K (llama.cpp's Q4_K_M and Q5_K_M
-// give some layers' v more bits).
-constexpr bool fast_matvec_pair(uint32_t type_a, uint32_t type_b) {
-  return (type_a == 12 || type_a == 13) && type_b == 14;
-}
-
-// As launch_fast_matvec_multi, for targets [0, first_b) of type_a and
-// [first_b, count) of type_b (fast_matvec_pair), all reading the same
-// quantized x: one launch where two would start and drain the GPU.
-int launch_fast_matvec_pair(uint32_t type_a, uint32_t type_b, const MatvecTarget* targets, int count, int first_b,
-                            int64_t k, const MatvecX& x, int64_t m, bool bf16, void* stream);
-
 }  // namespace aph::gguf::cuda

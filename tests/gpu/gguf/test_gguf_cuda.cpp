@@ -460,13 +460,12 @@ TEST_F(GgufCudaPlain, SharedTileGemmGroupMatchesCpu) {
 }
 
 // linear_forward_shared: q/k/v-like groups (same type runs share one launch,
-// as does Q4_K then Q6_K at m <= 8, a Q4_K_M layer's q/k then v; other
-// types and the GEMM path fall back) give exactly the outputs of separate
-// forwards, for every m path.
+// other types and the GEMM path fall back) give exactly the outputs of
+// separate forwards, for every m path.
 TEST_F(GgufCudaPlain, SharedForwardEqualsSeparate) {
   PluginState& state = state_;
   const int64_t k = 768;
-  // Runs: Q4_K x2 + Q6_K (one fast matvec launch), Q4_0 x2 (generic matvec), Q4_K.
+  // Runs: Q4_K x2 (fast matvec), Q6_K, Q4_0 x2 (generic matvec), Q4_K.
   const std::vector<LinearSpec> specs = {{kQ4_K, 200}, {kQ4_K, 72}, {kQ6_K, 130},
                                          {kQ4_0, 64},  {kQ4_0, 40}, {kQ4_K, 33}};
   LinearGroup g = make_group(state, specs, k, 7);

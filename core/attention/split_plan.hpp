@@ -45,20 +45,27 @@ inline constexpr int32_t kDecodeMaxSplits = 64;
 inline constexpr int32_t kDecodeMaxCluster = 16;
 inline constexpr int32_t kDecodeClusterContext = kDecodeMinSplitTokens * kDecodeMaxCluster;
 
-// Whether a decode launch of n_seqs sequences merges through clusters. Only
-// a lone sequence gains: on the H200 (8B shape, ctx 576, graph planned for
-// 8192) one sequence took 9.2 us with clusters and 10.2 without, four took
-// 27.8 us with them and 18.1 without (their 32 clusters of 16 wait for room
-// in the GPCs).
-// APH_DECODE_SHORT_CLUSTERS=0 turns that off (docs/CONFIG.md): the lone short
-// sequence then takes the kernels of long contexts (the tensor-core kernel
-// under APH_DECODE_MMA=1), to measure them against the cluster merge.
-inline bool decode_short_clusters() {
-  static const bool on = env_flag("APH_DECODE_SHORT_CLUSTERS", true);
-  return on;
+// Whether a decode launch of n_seqs sequences of head_dim merges through
+// clusters. Only a lone sequence gains: on the H200 (8B shape, ctx 576,
+// graph planned for 8192, the tiled kernel) one sequence took 9.2 us with
+// clusters and 10.2 without, four took 27.8 us with them and 18.1 without
+// (their 32 clusters of 16 wait for room in the GPCs). With the tensor-core
+// kernel (APH_DECODE_MMA=2, stop 28) only the small heads still gain: H200,
+// stop 29, decode after 512, medians of 2 interleaved runs, with / without
+// clusters: SmolLM2-135M (head size 64) 1807.1 / 1710.2 tok/s, Llama-3-8B
+// Q4_K_M (128) 435.4 / 450.3. So clusters take head sizes up to
+// kDecodeClusterMaxHeadDim. APH_DECODE_SHORT_CLUSTERS (docs/CONFIG.md): 1
+// that rule, 0 no clusters, 2 clusters for every head size (the rule before
+// stop 29; its GPU tests keep the large heads' cluster merge tested).
+inline constexpr int32_t kDecodeClusterMaxHeadDim = 64;
+inline int decode_short_clusters_mode() {
+  static const int mode = static_cast<int>(std::clamp<long>(env_int("APH_DECODE_SHORT_CLUSTERS", 1), 0, 2));
+  return mode;
 }
-inline bool decode_uses_clusters(int32_t n_seqs, bool short_contexts) {
-  return short_contexts && n_seqs == 1 && decode_short_clusters();
+inline bool decode_uses_clusters(int32_t n_seqs, bool short_contexts, int32_t head_dim) {
+  if (!short_contexts || n_seqs != 1) return false;
+  const int mode = decode_short_clusters_mode();
+  return mode == 2 || (mode == 1 && head_dim <= kDecodeClusterMaxHeadDim);
 }
 
 inline int32_t ceil_div(int64_t a, int64_t b) { return static_cast<int32_t>((a + b - 1) / b); }

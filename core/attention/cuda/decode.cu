@@ -553,7 +553,7 @@ cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* coun
                           cudaStream_t stream) {
   if (a.n_seqs == 0) return cudaSuccess;
   if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
-  const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts);
+  const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts, a.layout.head_dim);
   if (mma_takes(clusters)) {
     const cudaError_t e = launch_decode_mma(a, splits, counters, clusters, stream);
     if (e != cudaErrorNotSupported) return e;

@@ -393,7 +393,8 @@ TEST(PagedAttentionGpuGraph, CapturedDecodeSurvivesContextGrowth) {
 }
 
 // Decode of a lone sequence through clusters (split_plan.hpp's
-// decode_uses_clusters), eager and in a graph planned for 8k; with contexts
+// decode_uses_clusters: head size 64 by default, 128 too in the variants
+// with APH_DECODE_SHORT_CLUSTERS=2), eager and in a graph planned for 8k; with contexts
 // past one cluster's reach claimed short (two-level merge); and a batch of
 // several, which keeps the workspace merge.
 TEST(PagedAttentionGpuClusters, ShortAndMisclaimedContexts) {

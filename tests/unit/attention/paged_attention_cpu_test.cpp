@@ -244,5 +244,15 @@ TEST(SplitPlan, WorkspaceCoversEveryPlan) {
   EXPECT_EQ(decode_splits(1, decode_head_ctas(32, 8), 17), 1);
 }
 
+// Clusters by default: a lone sequence with a short context and small heads
+// (APH_DECODE_SHORT_CLUSTERS is not set under ctest).
+TEST(SplitPlan, ClustersForALoneShortSequenceOfSmallHeads) {
+  EXPECT_TRUE(decode_uses_clusters(1, true, 64));
+  EXPECT_TRUE(decode_uses_clusters(1, true, kDecodeClusterMaxHeadDim));
+  EXPECT_FALSE(decode_uses_clusters(1, true, 128));
+  EXPECT_FALSE(decode_uses_clusters(2, true, 64));
+  EXPECT_FALSE(decode_uses_clusters(1, false, 64));
+}
+
 }  // namespace
 }  // namespace aph::attention

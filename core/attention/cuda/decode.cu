@@ -519,8 +519,8 @@ int streaming_mode() {
 }
 
 // APH_DECODE_MMA: which launches try decode_mma.cu's tensor-core kernel
-// first (those it does not take keep the others). 0 (the default) none; 1
-// those that APH_DECODE_STREAM gives the streaming kernel; 2 all. H200 (stop
+// first (those it does not take keep the others). 0 none; 1 those that
+// APH_DECODE_STREAM gives the streaming kernel; 2 (the default) all. H200 (stop
 // 26, docs/PERFORMANCE.md), engine, random 8B Q4_K_M, 0 / 1: 8k context
 // 371.1 / 378.4 and 376.0 / 381.7 tok/s (two machines), 64 sequences
 // 5258.2 / 5423.0, after 512 434.8 / 434.5; mode 2 (its clusters for a lone

@@ -318,8 +318,7 @@ __device__ __forceinline__ void decode_chunk(const uint8_t* row, int64_t nb, int
 
 // Chunks c and c + 1 (c even) of a row of `chunks` chunks, each index past
 // the row clamped to a chunk inside it (the caller sees that what it meets
-// is zero or dropped):
-// the tile GEMM decodes a row's chunks in pairs. Q4_K's pair is
+// is zero or dropped): the tile GEMM decodes a row's chunks in pairs. Q4_K's pair is
 // one sub-block pair of one block (its chunks come in eights), whose codes
 // share their 32 bytes (low and high nibbles): one 16-byte header load and
 // two code loads for both, against seven loads a chunk through

@@ -35,6 +35,16 @@ inline int32_t decode_min_partition() {
 // ~600 tokens of context a layer's decode kernel took 17-27 us as 3 splits of
 // 256 tokens and 13-19 us as splits of 64 (ncu, 8B shape).
 inline constexpr int32_t kDecodeMinSplitTokens = 64;
+// APH_DECODE_SPLIT_TOKENS overrides it for every decode kernel (docs/CONFIG.md),
+// for measuring: a larger value means fewer, longer splits (fewer partials to
+// merge, less parallelism), a smaller one more CTAs on a short context.
+inline int32_t decode_split_tokens() {
+  static const int32_t tokens = [] {
+    const long t = env_int("APH_DECODE_SPLIT_TOKENS", 0);
+    return t > 0 && t <= (1 << 20) ? static_cast<int32_t>(t) : kDecodeMinSplitTokens;
+  }();
+  return tokens;
+}
 inline constexpr int32_t kDecodeMaxSplits = 64;
 // Split CTAs of one (sequence, head chunk) may run as a thread block cluster
 // of up to kDecodeMaxCluster and merge through distributed shared memory.

@@ -21,7 +21,7 @@ namespace aph::attention::cuda {
 struct DecodeParams : AttentionCallParams {
   int32_t head_chunks;
   int32_t splits;
-  int32_t min_split_tokens;  // decode_active_splits' split length (kDecodeMinSplitTokens)
+  int32_t min_split_tokens;  // decode_active_splits' split length (decode_split_tokens())
   int32_t cluster;  // CTAs of a cluster along x (1: no cluster); divides splits
   int32_t mail_group;  // query heads a cluster's mailbox holds per member (>= any CTA's G)
   bool push_merge;     // members push their partials into the leader's mailbox
@@ -38,7 +38,7 @@ inline DecodeParams make_decode_params(const PagedAttentionArgs& a, int splits, 
   static_cast<AttentionCallParams&>(p) = make_call_params(a, fp8);
   p.head_chunks = (p.group + kDecodeHeadsPerCta - 1) / kDecodeHeadsPerCta;
   p.splits = splits;
-  p.min_split_tokens = kDecodeMinSplitTokens;
+  p.min_split_tokens = decode_split_tokens();
   p.cluster = 1;
   if (splits > 1) {
     const size_t parts = static_cast<size_t>(a.n_seqs) * a.num_heads * splits;

@@ -300,25 +300,12 @@ __global__ void __launch_bounds__(kThreads, kG <= 4 ? 2 : 1) decode_stream_kerne
                                          mail_arrived_ptr, clustered);
 }
 
-// APH_DECODE_STREAM_SPLIT_TOKENS: the most tokens a split of this kernel
-// takes before its sequence uses one more of the grid's splits (default
-// kDecodeMinSplitTokens, as the tiled kernel's). More means fewer, longer
-// splits: fewer partials to merge, less parallelism.
-int min_split_tokens() {
-  static const int n = [] {
-    const long t = env_int("APH_DECODE_STREAM_SPLIT_TOKENS", 0);
-    return t > 0 && t <= (1 << 20) ? static_cast<int>(t) : kDecodeMinSplitTokens;
-  }();
-  return n;
-}
-
 template <int HD, typename ActT, typename KvT, int kG>
 cudaError_t launch_grouped(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
                            cudaStream_t stream) {
   constexpr int smem = StreamShape<HD, KvT, kG>::kSmemBytes;
   auto kernel = decode_stream_kernel<HD, ActT, KvT, kG>;
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
-  p.min_split_tokens = min_split_tokens();
   return launch_tail_kernel<HD>(kernel, p, a.n_seqs, kThreads, smem, clusters, stream);
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "core/common/cuda_pdl.cuh"
+#include "core/common/env_flag.hpp"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
 #include "plugins/quant-gguf/cuda/matvec_targets.cuh"
@@ -135,15 +136,39 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
   store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
 }
 
-template <class P, typename T>
-cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m,
-                         cudaStream_t s) {
-  if (x.raw) return cudaErrorInvalidValue;  // fits_in_cta_quantization says no for these types
-  constexpr int R = kRowsPerWarp;
+template <class P, typename T, int R>
+cudaError_t launch_rows(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m, cudaStream_t s) {
   const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
   const dim3 grid(ts.first_cta[count]), block(kWarps * 32);
   if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, x, m);
   return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, ts, nb, x, 1);
+}
+
+// APH_GGUF_SINGLE_ROWS (docs/CONFIG.md): at batch 1, a launch whose grid at
+// kRowsPerWarp rows a warp has fewer CTAs than the GPU has SMs (the 8B's v
+// projection, 1024 rows: 128 CTAs on 132 SMs) takes one row a warp, twice
+// the CTAs, so that every SM streams some of its bytes.
+bool single_rows_pay(const MatvecTarget* targets, int count) {
+  static const bool on = env_flag("APH_GGUF_SINGLE_ROWS", false);
+  static const int sms = [] {
+    int device = 0, n = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+      return 0;
+    return n;
+  }();
+  if (!on) return false;
+  int64_t ctas = 0;
+  for (int i = 0; i < count; ++i) ctas += (targets[i].n + kRowsPerWarp * kWarps - 1) / (kRowsPerWarp * kWarps);
+  return ctas < sms;
+}
+
+template <class P, typename T>
+cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m,
+                         cudaStream_t s) {
+  if (x.raw) return cudaErrorInvalidValue;  // fits_in_cta_quantization says no for these types
+  if (m == 1 && single_rows_pay(targets, count)) return launch_rows<P, T, 1>(targets, count, nb, x, 1, s);
+  return launch_rows<P, T, kRowsPerWarp>(targets, count, nb, x, m, s);
 }
 
 // Calls f(P{}) for a type with has_fast_matvec.

@@ -140,7 +140,9 @@ template <class P, typename T, int R>
 cudaError_t launch_rows(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m, cudaStream_t s) {
   const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
   const dim3 grid(ts.first_cta[count]), block(kWarps * 32);
-  if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, x, m);
+  if constexpr (R == kRowsPerWarp) {  // one row a warp is for batch 1 only
+    if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, x, m);
+  }
   return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, ts, nb, x, 1);
 }
 
@@ -150,6 +152,7 @@ cudaError_t launch_rows(const MatvecTarget* targets, int count, int64_t nb, cons
 // the CTAs, so that every SM streams some of its bytes.
 bool single_rows_pay(const MatvecTarget* targets, int count) {
   static const bool on = env_flag("APH_GGUF_SINGLE_ROWS", false);
+  if (!on) return false;
   static const int sms = [] {
     int device = 0, n = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
@@ -157,7 +160,6 @@ bool single_rows_pay(const MatvecTarget* targets, int count) {
       return 0;
     return n;
   }();
-  if (!on) return false;
   int64_t ctas = 0;
   for (int i = 0; i < count; ++i) ctas += (targets[i].n + kRowsPerWarp * kWarps - 1) / (kRowsPerWarp * kWarps);
   return ctas < sms;

@@ -412,8 +412,7 @@ Tensor Runner::forward(const StepBatch& b) {
     auto it = std::lower_bound(graph_sizes_.begin(), graph_sizes_.end(), s);
     bool identity = static_cast<int>(b.logits_indices.size()) == s;
     for (int i = 0; identity && i < s; ++i) identity = b.logits_indices[i] == i;
-    const int key =
-        it != graph_sizes_.end() ? graph_key(*it, attention::decode_uses_clusters(*it, short_contexts, kv_layout_.head_dim)) : 0;
+    const int key = it != graph_sizes_.end() ? graph_key(*it, uses_clusters(*it, short_contexts)) : 0;
     if (it != graph_sizes_.end() && identity && device_ctx_->has_graph(key)) {
       stage(b, *it, graph_table_width_);
       device_ctx_->launch_graph(key);
@@ -456,6 +455,10 @@ StepBatch Runner::padding_batch(int seqs, int32_t table_width) const {
   return b;
 }
 
+bool Runner::uses_clusters(int batch_size, bool short_contexts) const {
+  return attention::decode_uses_clusters(batch_size, short_contexts, kv_layout_.head_dim);
+}
+
 void Runner::capture_decode_graphs(const std::vector<int>& batch_sizes, int max_blocks_per_seq) {
   if (!device_ctx_ || batch_sizes.empty()) return;
   if (kv_.empty()) throw invalid_argument("capture_decode_graphs before allocate_kv_cache");
@@ -472,7 +475,7 @@ void Runner::capture_decode_graphs(const std::vector<int>& batch_sizes, int max_
   for (int bs : sizes) {
     StepBatch pad = padding_batch(bs, max_blocks_per_seq);
     for (bool short_contexts : {false, true}) {
-      if (short_contexts && !attention::decode_uses_clusters(bs, true, kv_layout_.head_dim)) continue;  // the same graph
+      if (short_contexts && !uses_clusters(bs, true)) continue;  // the same graph
       // One eager run first: libraries and plugins finish their lazy set-up outside the capture.
       Meta meta = stage(pad, bs, max_blocks_per_seq);
       run(meta, bs, bs, max_blocks_per_seq, 1, max_ctx, short_contexts, bs, true);

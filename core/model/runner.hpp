@@ -43,6 +43,8 @@ class Runner final : public ModelRunner {
   // A decode batch size whose attention can merge through clusters (one
   // sequence) has two graphs: for short contexts and for the rest.
   static int graph_key(int batch_size, bool short_contexts) { return short_contexts ? -batch_size : batch_size; }
+  // Whether a decode batch's attention merges through clusters (this model's head size decides too).
+  bool uses_clusters(int batch_size, bool short_contexts) const;
   // Logits [n_logits, vocab] F32 from the model's final hidden states.
   Tensor head(const ops::Exec& exec, const FinalHidden& fh, const Tensor& idx, int64_t n_tokens, int64_t n_logits,
               bool rows_in_order);

@@ -122,7 +122,8 @@ __device__ __forceinline__ void tile_gemm_cta(const uint8_t* __restrict__ w, int
       pack_chunk_for_gemm<TYPE, T>(ch[u], packed);
       auto* dst = reinterpret_cast<uint4*>(w_s + wr * kLd + (2 * wp + u) * 32);
 #pragma unroll
-      for (int v = 0; v < 4; ++v) dst[v] = make_uint4(packed[4 * v], packed[4 * v + 1], packed[4 * v + 2], packed[4 * v + 3]);
+      for (int v = 0; v < 4; ++v)
+        dst[v] = make_uint4(packed[4 * v], packed[4 * v + 1], packed[4 * v + 2], packed[4 * v + 3]);
     }
     cuda_async::cp_async_wait<0>();
     __syncthreads();

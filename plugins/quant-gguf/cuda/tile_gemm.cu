@@ -241,7 +241,13 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 template <bool kXDouble, typename Kernel, typename... Args>
 cudaError_t launch_tile(Kernel kernel, dim3 grid, int smem, cudaStream_t s, Args... args) {
   if constexpr (kXDouble) {
-    const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    // APH_GGUF_TILE_CARVEOUT (percent of the SM's unified memory as shared
+    // memory, 0-100; unset: the driver's choice): whether four CTAs of
+    // 52 KB find room depends on it.
+    static const long carveout = env_int("APH_GGUF_TILE_CARVEOUT", -1);
+    if (attr == cudaSuccess && carveout >= 0 && carveout <= 100)
+      attr = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, static_cast<int>(carveout));
     if (attr != cudaSuccess) return attr;
   }
   kernel<<<grid, kThreads, smem, s>>>(args...);
@@ -249,11 +255,25 @@ cudaError_t launch_tile(Kernel kernel, dim3 grid, int smem, cudaStream_t s, Args
 }
 
 // The CTAs an SM that K splitting aims at (APH_GGUF_TILE_SPLIT_CTAS,
-// docs/CONFIG.md): 2 unless set to 1..kMinCtasPerSm.
+// docs/CONFIG.md): kMinCtasPerSm unless set to 1..kMinCtasPerSm. H200, 8B
+// Q4_K_M at 64 sequences, medians of 3 interleaved runs: 6677.0 tok/s with
+// 4, 6560.0 with 3, 6513.7 with 2 (the rule before stop 31); the down
+// projection, Q4_K 4096 x 14336 at m = 64, 53.8 us in 8 splits against
+// 60.4 in 5.
 int64_t split_ctas_per_sm() {
   static const int64_t c = [] {
-    const long v = env_int("APH_GGUF_TILE_SPLIT_CTAS", 2);
-    return static_cast<int64_t>(v >= 1 && v <= kMinCtasPerSm ? v : 2);
+    const long v = env_int("APH_GGUF_TILE_SPLIT_CTAS", kMinCtasPerSm);
+    return static_cast<int64_t>(v >= 1 && v <= kMinCtasPerSm ? v : kMinCtasPerSm);
+  }();
+  return c;
+}
+
+// The fewest k steps a split takes (APH_GGUF_TILE_SPLIT_STEPS, 1..16): 4
+// (512 of k) unless set.
+int64_t min_split_steps() {
+  static const int64_t c = [] {
+    const long v = env_int("APH_GGUF_TILE_SPLIT_STEPS", 4);
+    return static_cast<int64_t>(v >= 1 && v <= 16 ? v : 4);
   }();
   return c;
 }
@@ -261,13 +281,13 @@ int64_t split_ctas_per_sm() {
 // K splits for a grid of `tiles` output tiles: about split_ctas_per_sm()
 // CTAs an SM, but not more than one wave of kMinCtasPerSm an SM where the
 // tiles leave room (a second, partial wave would double a split's time),
-// each split at least 4 steps (512 of k) long.
+// each split at least min_split_steps() long.
 int splits_for_tiles(int64_t tiles, int64_t k, int sm_count) {
   const int64_t steps = ceil_div(k, kBK), sms = std::max(sm_count, 1);
   tiles = std::max<int64_t>(tiles, 1);
   int64_t s = ceil_div(split_ctas_per_sm() * sms, tiles);
-  s = std::min<int64_t>({s, std::max<int64_t>(1, kMinCtasPerSm * sms / tiles), std::max<int64_t>(1, steps / 4),
-                         kMaxSplits});
+  s = std::min<int64_t>({s, std::max<int64_t>(1, kMinCtasPerSm * sms / tiles),
+                         std::max<int64_t>(1, steps / min_split_steps()), kMaxSplits});
   return static_cast<int>(std::max<int64_t>(s, 1));
 }
 

@@ -47,36 +47,17 @@ constexpr int kMaxSplits = 16;
 // (Q4_K takes 127).
 constexpr int kMinCtasPerSm = 4;
 
-// A CTA's shared memory: the W tile, then one x tile, or two with
-// APH_GGUF_TILE_X_DOUBLE (x_double_enabled): 34 KB or 52 KB, past the 48 KB
-// a kernel may declare statically, so it is dynamic shared memory.
-template <typename T>
-constexpr int tile_smem_bytes(bool x_double) {
-  return static_cast<int>(sizeof(T)) * (kBN + (x_double ? 2 : 1) * kBM) * kLd;
-}
-
-// APH_GGUF_TILE_X_DOUBLE (docs/CONFIG.md, off by default): a CTA copies the
-// next step's x tile into a second buffer while its warps multiply this
-// step's, instead of at the start of the step that needs it; 52 KB a CTA
-// still lets four share an SM.
-bool x_double_enabled() {
-  static const bool on = env_flag("APH_GGUF_TILE_X_DOUBLE", false);
-  return on;
-}
-
 // The body of a CTA: W rows n0.. of one linear (tile_gemm_kernel's, or one
 // target's of tile_gemm_multi_kernel), x rows blockIdx.y * kBM.., split
-// blockIdx.z. kXDouble: x tiles alternate between two buffers, the next
-// one's copy in flight during this step's products.
-template <int TYPE, typename T, bool kXDouble>
+// blockIdx.z.
+template <int TYPE, typename T>
 __device__ __forceinline__ void tile_gemm_cta(const uint8_t* __restrict__ w, int64_t n, int64_t k,
                                               const T* __restrict__ x, int64_t m, const float* __restrict__ bias,
                                               T* __restrict__ y, float* __restrict__ partial, int steps_per_split,
                                               int64_t n0) {
   // The fp32 results reuse the W tile.
-  extern __shared__ __align__(128) uint8_t tile_smem[];
-  T* w_s = reinterpret_cast<T*>(tile_smem);
-  T* x_s = w_s + kBN * kLd;
+  __shared__ __align__(128) T w_s[kBN * kLd];
+  __shared__ __align__(128) T x_s[kBM * kLd];
   static_assert(sizeof(float) * kBM * kLdC <= sizeof(T) * kBN * kLd, "results must fit the W tile");
   float* c_s = reinterpret_cast<float*>(w_s);
 
@@ -115,27 +96,15 @@ __device__ __forceinline__ void tile_gemm_cta(const uint8_t* __restrict__ w, int
       load_chunk_pair<TYPE>(w_row, nb, static_cast<int>(s_begin * kBK / 32) + 2 * wp, static_cast<int>(chunks), w_next);
   }
 
-  // Step s's x tile into the buffer at xs (this thread's copies).
-  auto copy_x = [&](int64_t s, T* xs) {
+  for (int64_t s = s_begin; s < s_end; ++s) {
     const int64_t k0 = s * kBK;
     const int col = static_cast<int>(k0) + xv * 8;
     const int x_inside = col < k ? x_copies_inside : 0;
     int x_offset = static_cast<int>(k0);
 #pragma unroll
     for (int u = 0; u < kXCopies; ++u, x_offset += x_row_step)
-      cuda_async::cp_async_16(xs + u * 8 * kLd, x_thread + x_offset, u < x_inside ? 16 : 0);
+      cuda_async::cp_async_16(xs_thread + u * 8 * kLd, x_thread + x_offset, u < x_inside ? 16 : 0);
     cuda_async::cp_async_commit();
-  };
-  if constexpr (kXDouble) {
-    if (s_begin < s_end) copy_x(s_begin, xs_thread);
-  }
-
-  for (int64_t s = s_begin; s < s_end; ++s) {
-    const int64_t k0 = s * kBK;
-    // kXDouble: this step's tile is buffer (s - s_begin) % 2, copied during
-    // the step before.
-    const int64_t x_buf = kXDouble ? (s - s_begin) % 2 * kBM * kLd : 0;
-    if constexpr (!kXDouble) copy_x(s, xs_thread);
     Chunk ch[2];
     if constexpr (kPrefetchW) {
       const PairBytes<TYPE> w_now = w_next;
@@ -159,12 +128,7 @@ __device__ __forceinline__ void tile_gemm_cta(const uint8_t* __restrict__ w, int
     }
     cuda_async::cp_async_wait<0>();
     __syncthreads();
-    // Every warp is past the last step's products, so the other buffer,
-    // which they read, is free for the next step's tile.
-    if constexpr (kXDouble) {
-      if (s + 1 < s_end) copy_x(s + 1, xs_thread + (kBM * kLd - x_buf));
-    }
-    tile::mma_step(w_s, x_s + x_buf, warp, lane, acc);
+    tile::mma_step(w_s, x_s, warp, lane, acc);
     __syncthreads();
   }
   tile::stash_acc(acc, warp, lane, c_s);
@@ -172,13 +136,12 @@ __device__ __forceinline__ void tile_gemm_cta(const uint8_t* __restrict__ w, int
   tile::write_tile(c_s, m0, n0, m, n, bias, y, partial);
 }
 
-template <int TYPE, typename T, bool kXDouble>
+template <int TYPE, typename T>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     tile_gemm_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const T* __restrict__ x, int64_t m,
                      const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                      int steps_per_split) {
-  tile_gemm_cta<TYPE, T, kXDouble>(w, n, k, x, m, bias, y, partial, steps_per_split,
-                                   static_cast<int64_t>(blockIdx.x) * kBN);
+  tile_gemm_cta<TYPE, T>(w, n, k, x, m, bias, y, partial, steps_per_split, static_cast<int64_t>(blockIdx.x) * kBN);
 }
 
 // The targets of one launch_tile_gemm_multi, by value: target t owns the
@@ -194,13 +157,13 @@ struct TileTargets {
   int count;
 };
 
-template <int TYPE, typename T, bool kXDouble>
+template <int TYPE, typename T>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     tile_gemm_multi_kernel(const TileTargets targets, int64_t k, const T* __restrict__ x, int64_t m,
                            float* __restrict__ workspace, int steps_per_split) {
   int t = 0;
   while (t + 1 < targets.count && static_cast<int>(blockIdx.x) >= targets.first_tile[t + 1]) ++t;
-  tile_gemm_cta<TYPE, T, kXDouble>(targets.w[t], targets.n[t], k, x, m, targets.bias[t], static_cast<T*>(targets.y[t]),
+  tile_gemm_cta<TYPE, T>(targets.w[t], targets.n[t], k, x, m, targets.bias[t], static_cast<T*>(targets.y[t]),
                          workspace + targets.partial_off[t], steps_per_split,
                          static_cast<int64_t>(static_cast<int>(blockIdx.x) - targets.first_tile[t]) * kBN);
 }
@@ -232,34 +195,14 @@ __global__ void sum_splits_multi_kernel(const TileTargets targets, const float* 
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Launches kernel (an instantiation of tile_gemm_kernel or
-// tile_gemm_multi_kernel) with the shared memory its x buffering takes. Past
-// 48 KB the kernel's limit is raised first, at every launch: a host-side
-// setting, allowed while a graph is captured (kernels of one signature
-// share this function, so a static "done" flag here would cover only the
-// first of them).
-template <bool kXDouble, typename Kernel, typename... Args>
-cudaError_t launch_tile(Kernel kernel, dim3 grid, int smem, cudaStream_t s, Args... args) {
-  if constexpr (kXDouble) {
-    cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    // APH_GGUF_TILE_CARVEOUT (percent of the SM's unified memory as shared
-    // memory, 0-100; unset: the driver's choice): whether four CTAs of
-    // 52 KB find room depends on it.
-    static const long carveout = env_int("APH_GGUF_TILE_CARVEOUT", -1);
-    if (attr == cudaSuccess && carveout >= 0 && carveout <= 100)
-      attr = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, static_cast<int>(carveout));
-    if (attr != cudaSuccess) return attr;
-  }
-  kernel<<<grid, kThreads, smem, s>>>(args...);
-  return cudaGetLastError();
-}
-
 // The CTAs an SM that K splitting aims at (APH_GGUF_TILE_SPLIT_CTAS,
 // docs/CONFIG.md): kMinCtasPerSm unless set to 1..kMinCtasPerSm. H200, 8B
 // Q4_K_M at 64 sequences, medians of 3 interleaved runs: 6677.0 tok/s with
 // 4, 6560.0 with 3, 6513.7 with 2 (the rule before stop 31); the down
 // projection, Q4_K 4096 x 14336 at m = 64, 53.8 us in 8 splits against
-// 60.4 in 5.
+// 60.4 in 5. (Splits shorter than 4 steps, and the next step's x tile
+// copied into a second buffer during this step's products, 52 KB a CTA,
+// measured no gain and -16 % there: stop 31 in docs/PERFORMANCE.md.)
 int64_t split_ctas_per_sm() {
   static const int64_t c = [] {
     const long v = env_int("APH_GGUF_TILE_SPLIT_CTAS", kMinCtasPerSm);
@@ -268,26 +211,16 @@ int64_t split_ctas_per_sm() {
   return c;
 }
 
-// The fewest k steps a split takes (APH_GGUF_TILE_SPLIT_STEPS, 1..16): 4
-// (512 of k) unless set.
-int64_t min_split_steps() {
-  static const int64_t c = [] {
-    const long v = env_int("APH_GGUF_TILE_SPLIT_STEPS", 4);
-    return static_cast<int64_t>(v >= 1 && v <= 16 ? v : 4);
-  }();
-  return c;
-}
-
 // K splits for a grid of `tiles` output tiles: about split_ctas_per_sm()
 // CTAs an SM, but not more than one wave of kMinCtasPerSm an SM where the
 // tiles leave room (a second, partial wave would double a split's time),
-// each split at least min_split_steps() long.
+// each split at least 4 steps (512 of k) long.
 int splits_for_tiles(int64_t tiles, int64_t k, int sm_count) {
   const int64_t steps = ceil_div(k, kBK), sms = std::max(sm_count, 1);
   tiles = std::max<int64_t>(tiles, 1);
   int64_t s = ceil_div(split_ctas_per_sm() * sms, tiles);
-  s = std::min<int64_t>({s, std::max<int64_t>(1, kMinCtasPerSm * sms / tiles),
-                         std::max<int64_t>(1, steps / min_split_steps()), kMaxSplits});
+  s = std::min<int64_t>({s, std::max<int64_t>(1, kMinCtasPerSm * sms / tiles), std::max<int64_t>(1, steps / 4),
+                         kMaxSplits});
   return static_cast<int>(std::max<int64_t>(s, 1));
 }
 
@@ -303,12 +236,8 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
   cudaError_t rc = cudaErrorInvalidValue;
   dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
-    if (x_double_enabled())
-      rc = launch_tile<true>(tile_gemm_kernel<kType, T, true>, grid, tile_smem_bytes<T>(true), s, w, n, k, x, m,
-                             bias, y, workspace, per);
-    else
-      rc = launch_tile<false>(tile_gemm_kernel<kType, T, false>, grid, tile_smem_bytes<T>(false), s, w, n, k, x,
-                              m, bias, y, workspace, per);
+    tile_gemm_kernel<kType, T><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+    rc = cudaGetLastError();
   });
   if (rc != cudaSuccess || splits == 1) return rc;
   sum_splits_kernel<T><<<static_cast<unsigned>(ceil_div(m * n, 256)), 256, 0, s>>>(workspace, splits, m, n, bias, y);
@@ -349,12 +278,8 @@ cudaError_t launch_multi_typed(uint32_t type, const TileGemmTarget* targets, int
   cudaError_t rc = cudaErrorInvalidValue;
   dispatch_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
-    if (x_double_enabled())
-      rc = launch_tile<true>(tile_gemm_multi_kernel<kType, T, true>, grid, tile_smem_bytes<T>(true), s, tt, k, x,
-                             m, scratch.partials, per);
-    else
-      rc = launch_tile<false>(tile_gemm_multi_kernel<kType, T, false>, grid, tile_smem_bytes<T>(false), s, tt, k,
-                              x, m, scratch.partials, per);
+    tile_gemm_multi_kernel<kType, T><<<grid, kThreads, 0, s>>>(tt, k, x, m, scratch.partials, per);
+    rc = cudaGetLastError();
   });
   if (rc != cudaSuccess || splits == 1) return rc;
   sum_splits_multi_kernel<T><<<dim3(static_cast<unsigned>(ceil_div(m * widest, 256)), static_cast<unsigned>(count)),

@@ -66,7 +66,7 @@ quantize "$CACHE/$BIG-bf16" Q4_K_M "$CACHE/$BIG-Q4_K_M.gguf" llama-bpe && HAVE_Q
 quantize "$CACHE/$BIG-bf16" Q8_0 "$CACHE/$BIG-Q8_0.gguf" llama-bpe && HAVE_Q8=1
 SMOL_Q41=models/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ "${2:-}" = prepare ]; then
-  [ -f "$SMOL_Q41" ] || quantize "$CACHE/$SMALL-bf16" Q4_0 "$CACHE/$SMALL-Q4_0.gguf" smollm
+  [ -f "$SMOL_Q41" ] || quantize "$CACHE/$SMALL-bf16" Q4_1 "$CACHE/$SMALL-Q4_1.gguf" smollm
   echo "[$(stamp)] models ready in $CACHE" >&2
   exit 0
 fi
@@ -102,11 +102,11 @@ run_bench 8B-bf16-fp8kv "$CACHE/$BIG-bf16" $BIG $KV8 ctx8k 90
 [ $HAVE_Q8 = 1 ] && run_bench 8B-Q8_0 "$CACHE/$BIG-Q8_0.gguf" $BIG $KV16 decode512 80
 if [ -f "$SMOL_Q41" ] && [ "$SMOKE" != 1 ]; then
   run_bench 135M-Q4_1 "$SMOL_Q41" smollm2-135m fp16 decode512,batch64 60
-elif quantize "$CACHE/$SMALL-bf16" Q4_0 "$CACHE/$SMALL-Q4_0.gguf" smollm; then
-  # The real Q4_1 file is not on this machine (it is not in git); Q4_0 of the
-  # same shape streams 4.5 instead of 5 bits per weight.
-  note "$SMOL_Q41 absent: 135M row uses a random-weight Q4_0 of the same shape"
-  run_bench 135M-Q4_0 "$CACHE/$SMALL-Q4_0.gguf" $SMALL $KV16 decode512,batch64 60
+elif quantize "$CACHE/$SMALL-bf16" Q4_1 "$CACHE/$SMALL-Q4_1.gguf" smollm; then
+  # The real Q4_1 file is not on this machine (it is not in git): random
+  # weights of its shape in its types (layers Q4_1, the tied embedding Q8_0).
+  note "$SMOL_Q41 absent: 135M row uses random weights in Q4_1 (the real file's types)"
+  run_bench 135M-Q4_1-random "$CACHE/$SMALL-Q4_1.gguf" $SMALL $KV16 decode512,batch64 60
 fi
 run_bench 135M-bf16 "$CACHE/$SMALL-bf16" $SMALL $KV16 decode512 60
 
@@ -121,7 +121,7 @@ targets = {
     ("8B-Q4_K_M", "ctx8k"): "≥90% of decode512",
     ("8B-Q4_K_M", "batch64"): "≥8000",
     ("135M-Q4_1", "decode512"): "≥2500 [≥1500]",
-    ("135M-Q4_0", "decode512"): "≥2500 [≥1500] (Q4_1)",
+    ("135M-Q4_1-random", "decode512"): "≥2500 [≥1500]",
     ("8B-bf16-fp8kv", "ctx8k"): "≤3% slower than fp16 KV",
 }
 rows, notes, got = [], [], {}

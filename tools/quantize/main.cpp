@@ -1,6 +1,6 @@
 // aphrodite-quantize: HF safetensors (llama, mistral, qwen2/3; F32/F16/BF16,
-// single or sharded) -> GGUF v3 in F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K or the
-// Q4_K_M mix. Tensors are split into row ranges quantized on all cores and
+// single or sharded) -> GGUF v3 in F16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K or
+// the Q4_K_M mix. Tensors are split into row ranges quantized on all cores and
 // written in place with pwrite, so an 8B model takes minutes, not hours.
 //
 //   aphrodite-quantize [--type Q4_K_M] [--threads N] [--vocab-from F.gguf]
@@ -44,7 +44,7 @@ struct Options {
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
-               "%s\nusage: aphrodite-quantize [--type F16|Q8_0|Q4_0|Q4_K|Q5_K|Q6_K|Q4_K_M] [--threads N]\n"
+               "%s\nusage: aphrodite-quantize [--type F16|Q8_0|Q4_0|Q4_1|Q4_K|Q5_K|Q6_K|Q4_K_M] [--threads N]\n"
                "                          [--vocab-from FILE.gguf] [--pre NAME] [--name NAME] HF_DIR OUT.gguf\n",
                why.c_str());
   std::exit(2);

@@ -16,13 +16,14 @@ Scheme parse_scheme(const std::string& name) {
   // file_type labels from llama.cpp's LlamaFileType (FORMATS.md §1.2).
   static const std::map<std::string, Scheme> known = {
       {"F16", {"F16", kF16, false, 1}},       {"Q8_0", {"Q8_0", kQ8_0, false, 7}},
-      {"Q4_0", {"Q4_0", kQ4_0, false, 2}},    {"Q4_K", {"Q4_K", kQ4_K, false, 14}},
+      {"Q4_0", {"Q4_0", kQ4_0, false, 2}},    {"Q4_1", {"Q4_1", kQ4_1, false, 3}},
+      {"Q4_K", {"Q4_K", kQ4_K, false, 14}},
       {"Q5_K", {"Q5_K", kQ5_K, false, 16}},   {"Q6_K", {"Q6_K", kQ6_K, false, 18}},
       {"Q4_K_M", {"Q4_K_M", kQ4_K, true, 15}},
   };
   auto it = known.find(name);
   if (it == known.end())
-    throw invalid_argument("unknown --type '" + name + "' (F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q4_K_M)");
+    throw invalid_argument("unknown --type '" + name + "' (F16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K, Q4_K_M)");
   return it->second;
 }
 
@@ -186,12 +187,15 @@ std::vector<TensorPlan> plan_tensors(const weights::HfCheckpoint& ck, const std:
       p.type = kF32;
     } else {
       uint32_t type = scheme.base_type;
-      if (scheme.q4_k_m) {
-        const bool is_output = p.gguf_name == "output.weight" || (tied && p.gguf_name == "token_embd.weight");
-        if (is_output) type = kQ6_K;
-        if ((role == "attn_v.weight" || role == "ffn_down.weight") && use_more_bits(layer_index, c.num_hidden_layers))
-          type = kQ6_K;
-      }
+      // llama-quant gives the output matrix (the embedding when tied) Q6_K
+      // in every quantized scheme but Q8_0; the fallback below then makes
+      // it Q8_0 for rows not a multiple of 256, as in community files (the
+      // SmolLM2-135M Q4_1 file's tied embedding is Q8_0).
+      const bool is_output = p.gguf_name == "output.weight" || (tied && p.gguf_name == "token_embd.weight");
+      if (is_output && type != kF16 && type != kQ8_0) type = kQ6_K;
+      if (scheme.q4_k_m && (role == "attn_v.weight" || role == "ffn_down.weight") &&
+          use_more_bits(layer_index, c.num_hidden_layers))
+        type = kQ6_K;
       p.type = fallback(type, p.cols);
     }
     plans.push_back(std::move(p));

@@ -13,7 +13,7 @@ from gguf import quants
 
 # Worst relative RMS error per tensor allowed for Gaussian weights.
 BOUNDS = {T.F32: 0.0, T.F16: 1e-3, T.Q8_0: 0.01, T.Q6_K: 0.03, T.Q5_K: 0.06, T.Q5_1: 0.06,
-          T.Q5_0: 0.06, T.Q4_K: 0.11, T.Q4_0: 0.12}
+          T.Q5_0: 0.06, T.Q4_K: 0.11, T.Q4_1: 0.12, T.Q4_0: 0.12}
 
 
 def to_bf16_bytes(x):
@@ -186,7 +186,7 @@ def test_llama_q4_k_m_mix_sharded(tmp_path, build_dir):
     assert field(reader, "tokenizer.chat_template") == "{{ messages }}"
 
 
-@pytest.mark.parametrize("qtype,expect", [("F16", T.F16), ("Q8_0", T.Q8_0), ("Q4_0", T.Q4_0),
+@pytest.mark.parametrize("qtype,expect", [("F16", T.F16), ("Q8_0", T.Q8_0), ("Q4_0", T.Q4_0), ("Q4_1", T.Q4_1),
                                           ("Q4_K", T.Q4_K), ("Q5_K", T.Q5_K), ("Q6_K", T.Q6_K)])
 def test_every_scheme_round_trips(tmp_path, build_dir, qtype, expect):
     src = make_model(tmp_path / "m", "llama", 256, 2, 4, 4, 512, 64, tie=False, bias=False)
@@ -194,7 +194,26 @@ def test_every_scheme_round_trips(tmp_path, build_dir, qtype, expect):
     r = quantize(build_dir, tmp_path / "m", out, qtype)
     assert r.returncode == 0, r.stderr
     _, types = check_round_trip(out, src, "llama", 4, 4)
-    assert {types[n] for n in types if n.endswith(".weight") and "norm" not in n and "rope" not in n} == {expect}
+    matrices = {n for n in types if n.endswith(".weight") and "norm" not in n and "rope" not in n}
+    assert {types[n] for n in matrices - {"output.weight"}} == {expect}
+    # llama-quant: the output matrix is Q6_K in every quantized scheme but Q8_0.
+    assert types["output.weight"] == (expect if expect in (T.F16, T.Q8_0) else T.Q6_K)
+
+
+def test_q4_1_of_the_smollm2_shape(tmp_path, build_dir):
+    # SmolLM2-135M's widths (576 hidden, 9 heads, 3 KV heads, 1536 MLP) and
+    # tied embedding: the layers Q4_1, the embedding Q6_K falling back to Q8_0
+    # (576 is not a multiple of 256), as in the community Q4_1 file.
+    src = make_model(tmp_path / "s", "llama", 576, 2, 9, 3, 1536, 96, tie=True, bias=False)
+    out = tmp_path / "s.gguf"
+    r = quantize(build_dir, tmp_path / "s", out, "Q4_1")
+    assert r.returncode == 0, r.stderr
+    reader, types = check_round_trip(out, src, "llama", 9, 3)
+    assert types["token_embd.weight"] == T.Q8_0
+    assert "output.weight" not in types
+    for role in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"):
+        assert types[f"blk.1.{role}.weight"] == T.Q4_1, role
+    assert field(reader, "general.file_type") == 3
 
 
 def test_permutation_is_exact_in_f16(tmp_path, build_dir):

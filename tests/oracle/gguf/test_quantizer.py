@@ -200,7 +200,7 @@ def test_every_scheme_round_trips(tmp_path, build_dir, qtype, expect):
     assert types["output.weight"] == (expect if expect in (T.F16, T.Q8_0) else T.Q6_K)
 
 
-def test_q4_1_of_the_smollm2_shape(tmp_path, build_dir):
+def test_q4_1_of_the_smollm2_shape(tmp_path, build_dir, root):
     # SmolLM2-135M's widths (576 hidden, 9 heads, 3 KV heads, 1536 MLP) and
     # tied embedding: the layers Q4_1, the embedding Q6_K falling back to Q8_0
     # (576 is not a multiple of 256), as in the community Q4_1 file.
@@ -214,6 +214,17 @@ def test_q4_1_of_the_smollm2_shape(tmp_path, build_dir):
     for role in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"):
         assert types[f"blk.1.{role}.weight"] == T.Q4_1, role
     assert field(reader, "general.file_type") == 3
+    # The community file itself (scripts/fetch-default-model.sh): the same
+    # type for every tensor role and the same file_type.
+    real = root / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if real.exists():
+        ref = GGUFReader(str(real))
+        role = lambda name: name.split(".")[-2] if name.startswith("blk.") else name  # noqa: E731
+        # (rope_freqs: the test model's llama3 rope scaling, which SmolLM2 lacks)
+        ours = {role(n): t for n, t in types.items() if n != "rope_freqs.weight"}
+        theirs = {role(t.name): T(t.tensor_type) for t in ref.tensors}
+        assert ours == theirs
+        assert field(ref, "general.file_type") == 3
 
 
 def test_permutation_is_exact_in_f16(tmp_path, build_dir):

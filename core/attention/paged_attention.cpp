@@ -61,7 +61,11 @@ void check_args(const PagedAttentionArgs& a) {
     require(std::isfinite(a.k_scale) && a.k_scale > 0, "k_scale must be positive");
     require(std::isfinite(a.v_scale) && a.v_scale > 0, "v_scale must be positive");
   }
-  if (a.n_tokens > 0) {
+  if (a.kv_written) {
+    require(!cpu, "kv_written (k and v stored by the projection) is CUDA-only");
+    require(a.rope.inv_freq == nullptr, "kv_written and rope exclude each other: q is already rotated");
+  }
+  if (a.n_tokens > 0 && !a.kv_written) {
     require(a.k != nullptr && a.v != nullptr, "k and v are required");
     require(a.slot_mapping != nullptr, "slot_mapping is required");
     require(a.k_cache != nullptr && a.v_cache != nullptr, "k_cache and v_cache are required");
@@ -103,19 +107,27 @@ void run_cuda(const PagedAttentionArgs& a) {
     const size_t have = a.workspace == nullptr ? 0 : a.workspace_bytes;
     splits = std::min(splits, decode_splits_that_fit(a.n_seqs, a.num_heads, a.layout.head_dim, have));
   }
-  // The split counters sit after the partials in the workspace, where
-  // another shape's partials may have been: the KV write zeroes them.
+  // Split counters: the caller's, which every decode leaves at zero, or
+  // else after the partials in the workspace, where another shape's partials
+  // may have been: the KV write zeroes those (n_zero).
   int32_t* counters = nullptr;
-  int64_t n_counters = 0;
+  int64_t n_zero = 0;
   if (splits > 1) {
-    n_counters = static_cast<int64_t>(a.n_seqs) * a.num_heads;
-    const size_t partials = decode_workspace_bytes(a.n_seqs, a.num_heads, a.layout.head_dim, splits) -
-                            static_cast<size_t>(n_counters) * sizeof(int32_t);
-    counters = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(a.workspace) + partials);
+    const int64_t n_counters = static_cast<int64_t>(a.n_seqs) * a.num_heads;
+    if (a.split_counters != nullptr && a.split_counter_slots >= n_counters) {
+      counters = a.split_counters;
+    } else {
+      require(!a.kv_written, "kv_written with a split decode needs split_counters for " +
+                                 std::to_string(n_counters) + " heads");
+      n_zero = n_counters;
+      const size_t partials = decode_workspace_bytes(a.n_seqs, a.num_heads, a.layout.head_dim, splits) -
+                              static_cast<size_t>(n_counters) * sizeof(int32_t);
+      counters = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(a.workspace) + partials);
+    }
   }
   const bool rope = a.rope.inv_freq != nullptr;
-  if (a.n_tokens > 0) {
-    check_launch(cuda::launch_write_kv_cache(a, counters, n_counters, stream), "KV cache write");
+  if (a.n_tokens > 0 && !a.kv_written) {
+    check_launch(cuda::launch_write_kv_cache(a, counters, n_zero, stream), "KV cache write");
   }
   if (a.n_seqs == 0 || a.n_tokens == 0) return;  // no token, nothing to attend for
   PagedAttentionArgs b = a;

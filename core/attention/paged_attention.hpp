@@ -69,6 +69,19 @@ struct PagedAttentionArgs {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   FusedRope rope;  // CUDA: optional (rope.inv_freq set)
+  // CUDA: this step's k and v are already in their cache slots and q is
+  // already rotated (a quant plugin's q/k/v matvec stored them: see
+  // aph_rope_kv_store in aphrodite/quant.h), so no KV write runs. k, v and
+  // slot_mapping are then not read; rope must be unset. A split decode then
+  // needs split_counters (nothing else would zero its counters).
+  bool kv_written = false;
+  // CUDA, optional: the split decode's arrival counters, at least n_seqs x
+  // num_heads of them, zero before the first call (cudaMemset) and kept so:
+  // each head's last split resets its own. Without them the counters sit in
+  // the workspace, where another shape's partials may have been, and the
+  // KV write zeroes them every call.
+  int32_t* split_counters = nullptr;
+  int64_t split_counter_slots = 0;
 };
 
 // Writes this step's k/v into their cache slots, then computes causal

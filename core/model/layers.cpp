@@ -96,33 +96,59 @@ void PluginLinear::forward_shared(const ops::Exec& exec, const std::vector<aph_q
                  " after it");
 }
 
+namespace {
+// A NormedInput as the ABI's aph_rms_norm_input, with the tensor views it
+// points to.
+struct NormInputViews {
+  aph_tensor residual{}, weight{}, delta{}, residual_out{};
+  aph_rms_norm_input in{};
+  explicit NormInputViews(const NormedInput& n) : residual(n.residual->view()), weight(n.weight->view()) {
+    if (n.delta) {
+      delta = n.delta->view();
+      residual_out = n.residual_out->view();
+    }
+    in.size = sizeof(in);
+    in.residual = &residual;
+    in.delta = n.delta ? &delta : nullptr;
+    in.weight = &weight;
+    in.eps = n.eps;
+    in.residual_out = n.delta ? &residual_out : nullptr;
+  }
+  NormInputViews(const NormInputViews&) = delete;
+  NormInputViews& operator=(const NormInputViews&) = delete;
+};
+}  // namespace
+
 bool PluginLinear::forward_shared_rms_norm(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
                                            const NormedInput& in, std::vector<Tensor>& ys) const {
   const aph_quant_vtable* vt = plugin_.vtable;
   if (!APH_OFFERS(vt, linear_forward_shared_rms_norm)) return false;
   const int64_t m = in.residual->dim(0);
-  const aph_tensor rv = in.residual->view(), wv = in.weight->view();
-  aph_tensor dv{}, ov{};
-  if (in.delta) {
-    dv = in.delta->view();
-    ov = in.residual_out->view();
-  }
-  aph_rms_norm_input ni{};
-  ni.size = sizeof(ni);
-  ni.residual = &rv;
-  ni.delta = in.delta ? &dv : nullptr;
-  ni.weight = &wv;
-  ni.eps = in.eps;
-  ni.residual_out = in.delta ? &ov : nullptr;
+  const NormInputViews ni(in);
   std::vector<aph_tensor> yv;
   for (Tensor& y : ys) yv.push_back(y.reshape({m, y.numel() / std::max<int64_t>(m, 1)}).view());
   aph_error err{};
   err.size = sizeof(err);
-  const aph_status st = vt->linear_forward_shared_rms_norm(handles.data(), static_cast<uint32_t>(handles.size()), &ni,
-                                                           yv.data(), exec.stream, &err);
+  const aph_status st = vt->linear_forward_shared_rms_norm(handles.data(), static_cast<uint32_t>(handles.size()),
+                                                           &ni.in, yv.data(), exec.stream, &err);
   if (st == APH_ERR_UNSUPPORTED) return false;
   check(st, err, "plugin " + plugin_.name + " linears " + name_ + " and the " + std::to_string(handles.size() - 1) +
                      " after it (RMSNorm input)");
+  return true;
+}
+
+bool PluginLinear::forward_qkv_rope_kv(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
+                                       const NormedInput& in, const aph_rope_kv_store& kv, Tensor& q_out) const {
+  const aph_quant_vtable* vt = plugin_.vtable;
+  if (!APH_OFFERS(vt, linear_forward_qkv_rope_kv) || handles.size() != 3) return false;
+  const int64_t m = in.residual->dim(0);
+  const NormInputViews ni(in);
+  aph_tensor qv = q_out.reshape({m, q_out.numel() / std::max<int64_t>(m, 1)}).view();
+  aph_error err{};
+  err.size = sizeof(err);
+  const aph_status st = vt->linear_forward_qkv_rope_kv(handles.data(), &ni.in, &qv, &kv, exec.stream, &err);
+  if (st == APH_ERR_UNSUPPORTED) return false;
+  check(st, err, "plugin " + plugin_.name + " linears " + name_ + ", k and v (RoPE and the KV store)");
   return true;
 }
 
@@ -212,6 +238,12 @@ ProjectionGroup::Outputs ProjectionGroup::forward_rms_norm(const ops::Exec& exec
     ops::rms_norm(exec, *in.residual, *in.weight, in.eps, normed);
   }
   return forward(exec, normed);
+}
+
+bool ProjectionGroup::forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv,
+                                      Tensor& q_out) const {
+  if (shared_.size() != 3 || in.residual->dim(0) == 0) return false;
+  return static_cast<const PluginLinear&>(*parts_[0]).forward_qkv_rope_kv(exec, shared_, in, kv, q_out);
 }
 
 uint64_t ProjectionGroup::device_bytes() const {

@@ -79,6 +79,12 @@ class PluginLinear : public Linear {
   // when the plugin has none or declines.
   bool forward_shared_rms_norm(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
                                const NormedInput& in, std::vector<Tensor>& ys) const;
+  // ys of the q/k/v group (handles: q, k, v) with q rotated by RoPE into
+  // q_out and k, v rotated and stored into the KV cache by the plugin
+  // (aphrodite/quant.h, linear_forward_qkv_rope_kv); false (nothing done)
+  // when the plugin has no such entry or declines.
+  bool forward_qkv_rope_kv(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
+                           const NormedInput& in, const aph_rope_kv_store& kv, Tensor& q_out) const;
   // y = RMSNorm(residual + delta) * weight · W for this linear alone (the LM
   // head after the last layer); false (nothing done) as above.
   bool forward_rms_norm(const ops::Exec& exec, const NormedInput& in, Tensor& y) const;
@@ -108,6 +114,11 @@ class ProjectionGroup {
   // norm into its x when it can, else add_rms_norm (or rms_norm) writes
   // `normed` first. Either way in.residual_out holds residual + delta after.
   Outputs forward_rms_norm(const ops::Exec& exec, const NormedInput& in, Tensor& normed) const;
+  // A q/k/v group's forward_rms_norm with q rotated into q_out and k, v
+  // rotated and stored into the KV cache by its quant plugin
+  // (PluginLinear::forward_qkv_rope_kv); false, nothing done, when it cannot.
+  bool forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv,
+                       Tensor& q_out) const;
   uint64_t device_bytes() const;
 
  private:

@@ -202,6 +202,7 @@ void Runner::reserve(int64_t tokens, int64_t seqs, int64_t max_blocks) {
         static_cast<int32_t>(seqs), static_cast<int32_t>(info_.num_heads), static_cast<int32_t>(info_.head_dim),
         static_cast<int32_t>(std::max<int64_t>(info_.max_model_len, max_blocks * kv_layout_.block_size)));
     attn_workspace_ = Tensor::empty({static_cast<int64_t>(std::max<size_t>(ws, 16))}, APH_DTYPE_U8, device_);
+    split_counters_ = Tensor::zeros({std::max<int64_t>(seqs, 1) * info_.num_heads}, APH_DTYPE_I32, device_);
   }
   cap_tokens_ = tokens;
   cap_seqs_ = seqs;
@@ -347,6 +348,10 @@ Tensor Runner::run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t t
   if (attn_workspace_.defined()) {
     a.workspace = attn_workspace_.data();
     a.workspace_bytes = attn_workspace_.nbytes();
+  }
+  if (split_counters_.defined()) {
+    a.split_counters = split_counters_.as<int32_t>();
+    a.split_counter_slots = split_counters_.numel();
   }
   const FinalHidden fh = model_->forward(ctx);
   return head(ctx.exec, fh, meta.logits_idx, n_tokens, n_logits, rows_in_order);

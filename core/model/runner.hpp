@@ -73,6 +73,9 @@ class Runner final : public ModelRunner {
   Tensor meta_dev_;  // packed metadata on the device (CUDA)
   size_t off_[7] = {};
   Tensor attn_workspace_;
+  // The decode's split counters (PagedAttentionArgs::split_counters): zeroed
+  // once here, kept zero by every decode.
+  Tensor split_counters_;
   Tensor normed_logits_, lm_out_, logits_;
   int32_t graph_table_width_ = 0;
   std::vector<int> graph_sizes_;

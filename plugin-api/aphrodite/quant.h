@@ -81,6 +81,38 @@ typedef struct aph_rms_norm_input {
   aph_tensor* residual_out;
 } aph_rms_norm_input;
 
+/* What a q/k/v projection group's matvec can do with its rows as it writes
+ * them (linear_forward_qkv_rope_kv), instead of a kernel of the host's after
+ * it: rotate q and k by RoPE in adjacent pairs (elements 2i, 2i + 1 of a
+ * head: GGUF's llama order) and store k and v straight into the paged KV
+ * cache. For token i (row i of x):
+ *   q, k: pair p < rotary_dim / 2 of each head, at angle
+ *         positions[i] * inv_freq[p], c = cos * mscale, s = sin * mscale
+ *         (sincosf), from (a, b) the pair's matvec outputs rounded to the
+ *         activation dtype: (a c - b s, b c + a s); elements past rotary_dim
+ *         pass through. Rotated q is rounded to the activation dtype into
+ *         ys[0]; k and v go to slot = slot_mapping[i] (nothing stored when
+ *         it is < 0 or >= total_slots) at element (slot * kv_width + row),
+ *         each value rounded to the activation dtype, then to kv_dtype (fp8:
+ *         value / scale, saturating).
+ * These are the host's own rope and KV write (core/common/rope_pair.cuh,
+ * core/attention/cuda/kv_types.cuh), so the cache holds the same bytes
+ * either way. Every pointer is device memory. */
+typedef struct aph_rope_kv_store {
+  uint32_t size;
+  const int32_t* positions;    /* [M] */
+  const float* inv_freq;       /* [rotary_dim / 2], scaling applied */
+  int32_t head_dim;            /* q rows = heads x head_dim; k, v rows = kv_width */
+  int32_t rotary_dim;          /* even, <= head_dim */
+  float mscale;
+  const int64_t* slot_mapping; /* [M] */
+  int64_t total_slots;
+  void* k_cache;               /* [total_slots, kv_width] of kv_dtype */
+  void* v_cache;
+  int32_t kv_dtype;            /* F16, BF16, F8_E4M3 or F8_E5M2 */
+  float k_scale, v_scale;      /* fp8 only */
+} aph_rope_kv_store;
+
 typedef struct aph_quant_vtable {
   uint32_t size;
   const char* format_name; /* "gguf", "gptq", ... matched by --quantization */
@@ -163,6 +195,17 @@ typedef struct aph_quant_vtable {
   aph_status (*linear_forward_shared_rms_norm)(aph_quant_linear* const* linears, uint32_t n,
                                                const aph_rms_norm_input* in, aph_tensor* ys, aph_stream stream,
                                                aph_error* err);
+  /* Engine thread. Optional (NULL): the q, k and v projections (linears[0..2],
+   * one input width) of x = RMSNorm(residual + delta) * weight as in
+   * linear_forward_shared_rms_norm, with q rotated into ys[0] ([M, q rows])
+   * and k, v rotated and stored into the cache (aph_rope_kv_store); nothing
+   * else is written but in->residual_out. Returns APH_ERR_UNSUPPORTED,
+   * having launched and written nothing, when it does not take this call
+   * (say, this M): the host then runs the projections, its rope and its KV
+   * write. */
+  aph_status (*linear_forward_qkv_rope_kv)(aph_quant_linear* const* linears, const aph_rms_norm_input* in,
+                                           aph_tensor* q_out, const aph_rope_kv_store* kv, aph_stream stream,
+                                           aph_error* err);
 } aph_quant_vtable;
 
 #ifdef __cplusplus

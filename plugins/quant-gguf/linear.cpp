@@ -163,8 +163,7 @@ void Linear::forward_shared(const std::vector<Linear*>& group, const aph_tensor&
   CudaLinear::forward_shared(cuda, x.data, m, outs, stream);
 }
 
-bool Linear::forward_shared_rms_norm(const std::vector<Linear*>& group, const aph_rms_norm_input& in, aph_tensor* ys,
-                                     aph_stream stream) {
+RmsNormX Linear::checked_norm_input(const std::vector<Linear*>& group, const aph_rms_norm_input& in) {
   const Linear& first = *group[0];
   const std::string& name = first.name_;
   if (in.size < sizeof(aph_rms_norm_input) || !in.residual || !in.weight)
@@ -185,25 +184,81 @@ bool Linear::forward_shared_rms_norm(const std::vector<Linear*>& group, const ap
       w.shape[0] != first.k_ || w.data == nullptr)
     throw invalid_argument("linear " + name + ": RMSNorm weight must be F32 [" + std::to_string(first.k_) +
                            "] on the layer's device");
-  std::vector<CudaLinear*> cuda;
-  for (size_t i = 0; i < group.size(); ++i) {
-    Linear& l = *group[i];
-    if (l.k_ != first.k_ || l.act_dtype_ != first.act_dtype_ || l.device_ != first.device_)
-      throw invalid_argument("linear " + l.name_ + ": differs from " + name + " in input width, dtype or device");
-    check_matrix(ys[i], l.act_dtype_, l.device_, l.n_, "y", l.name_);
-    if (ys[i].shape[0] != m) throw invalid_argument("linear " + l.name_ + ": residual and y differ in M");
-    if (l.cuda_) cuda.push_back(l.cuda_.get());
-  }
-  if (m == 0 || cuda.size() != group.size()) return false;  // the CPU: the host's two steps
+  for (const Linear* l : group)
+    if (l->k_ != first.k_ || l->act_dtype_ != first.act_dtype_ || l->device_ != first.device_)
+      throw invalid_argument("linear " + l->name_ + ": differs from " + name + " in input width, dtype or device");
   RmsNormX x;
   x.residual = in.residual->data;
   x.delta = in.delta ? in.delta->data : nullptr;
   x.weight = static_cast<const float*>(w.data);
   x.eps = in.eps;
   x.residual_out = in.delta ? in.residual_out->data : nullptr;
+  return x;
+}
+
+std::vector<CudaLinear*> Linear::cuda_parts(const std::vector<Linear*>& group) {
+  std::vector<CudaLinear*> cuda;
+  for (Linear* l : group)
+    if (l->cuda_) cuda.push_back(l->cuda_.get());
+  if (cuda.size() != group.size()) cuda.clear();
+  return cuda;
+}
+
+bool Linear::forward_shared_rms_norm(const std::vector<Linear*>& group, const aph_rms_norm_input& in, aph_tensor* ys,
+                                     aph_stream stream) {
+  const RmsNormX x = checked_norm_input(group, in);
+  const int64_t m = in.residual->shape[0];
+  for (size_t i = 0; i < group.size(); ++i) {
+    const Linear& l = *group[i];
+    check_matrix(ys[i], l.act_dtype_, l.device_, l.n_, "y", l.name_);
+    if (ys[i].shape[0] != m) throw invalid_argument("linear " + l.name_ + ": residual and y differ in M");
+  }
+  const std::vector<CudaLinear*> cuda = cuda_parts(group);
+  if (m == 0 || cuda.empty()) return false;  // the CPU: the host's two steps
   std::vector<void*> outs;
   for (size_t i = 0; i < group.size(); ++i) outs.push_back(ys[i].data);
   return CudaLinear::forward_shared_rms_norm(cuda, x, m, outs, stream);
+}
+
+bool Linear::forward_qkv_rope_kv(const std::vector<Linear*>& group, const aph_rms_norm_input& in, aph_tensor& q_out,
+                                 const aph_rope_kv_store& kv, aph_stream stream) {
+  if (group.size() != 3) throw invalid_argument("linear_forward_qkv_rope_kv: needs 3 linears (q, k, v)");
+  const RmsNormX x = checked_norm_input(group, in);
+  const Linear &q = *group[0], &k = *group[1], &v = *group[2];
+  const std::string what = "linear " + q.name_ + " (q/k/v with RoPE and the KV store): ";
+  const int64_t m = in.residual->shape[0];
+  check_matrix(q_out, q.act_dtype_, q.device_, q.n_, "q_out", q.name_);
+  if (q_out.shape[0] != m) throw invalid_argument(what + "residual and q_out differ in M");
+  if (kv.size < sizeof(aph_rope_kv_store)) throw Error(APH_ERR_VERSION, what + "aph_rope_kv_store is older than this plugin");
+  if (kv.head_dim <= 0 || kv.head_dim % 2 != 0 || q.n_ % kv.head_dim != 0 || k.n_ % kv.head_dim != 0)
+    throw invalid_argument(what + "head_dim " + std::to_string(kv.head_dim) + " must be even and divide q's " +
+                           std::to_string(q.n_) + " and k's " + std::to_string(k.n_) + " rows");
+  if (v.n_ != k.n_) throw invalid_argument(what + "k and v differ in rows");
+  if (kv.rotary_dim <= 0 || kv.rotary_dim % 2 != 0 || kv.rotary_dim > kv.head_dim)
+    throw invalid_argument(what + "rotary_dim " + std::to_string(kv.rotary_dim) + " must be even, in (0, head_dim]");
+  if (kv.kv_dtype != APH_DTYPE_F16 && kv.kv_dtype != APH_DTYPE_BF16 && kv.kv_dtype != APH_DTYPE_F8_E4M3 &&
+      kv.kv_dtype != APH_DTYPE_F8_E5M2)
+    throw invalid_argument(what + "kv_dtype " + std::to_string(kv.kv_dtype) + " is not F16, BF16 or FP8");
+  if (!(kv.k_scale > 0.0f) || !(kv.v_scale > 0.0f)) throw invalid_argument(what + "k_scale and v_scale must be positive");
+  if (m > 0 && (!kv.positions || !kv.inv_freq || !kv.slot_mapping || !kv.k_cache || !kv.v_cache))
+    throw invalid_argument(what + "positions, inv_freq, slot_mapping and both caches are required");
+  const std::vector<CudaLinear*> cuda = cuda_parts(group);
+  if (m == 0 || cuda.empty()) return false;  // the CPU: the host's own steps
+  cuda::RopeKv r;
+  r.positions = kv.positions;
+  r.inv_freq = kv.inv_freq;
+  r.head_dim = kv.head_dim;
+  r.rotary_dim = kv.rotary_dim;
+  r.mscale = kv.mscale;
+  r.slots = kv.slot_mapping;
+  r.total_slots = kv.total_slots;
+  r.k_cache = static_cast<uint8_t*>(kv.k_cache);
+  r.v_cache = static_cast<uint8_t*>(kv.v_cache);
+  r.kv_width = k.n_;
+  r.kv_dtype = kv.kv_dtype;
+  r.k_scale = kv.k_scale;
+  r.v_scale = kv.v_scale;
+  return CudaLinear::forward_qkv_rope_kv(cuda, x, m, q_out.data, r, stream);
 }
 
 bool Linear::forward_silu_mul(const aph_tensor& gate, const aph_tensor& up, aph_tensor& y, aph_stream stream) {

@@ -12,6 +12,7 @@ namespace aph::gguf {
 
 struct PluginState;
 class CudaLinear;
+struct RmsNormX;
 
 class Linear {
  public:
@@ -31,10 +32,22 @@ class Linear {
   // folded into x's quantization, false (nothing launched) otherwise.
   static bool forward_shared_rms_norm(const std::vector<Linear*>& group, const aph_rms_norm_input& in, aph_tensor* ys,
                                       aph_stream stream);
+  // group = {q, k, v} of x = RMSNorm(residual + delta), q rotated into q_out
+  // and k, v rotated and stored into the KV cache (the ABI's
+  // linear_forward_qkv_rope_kv): true when done on CUDA, false (nothing
+  // launched) otherwise.
+  static bool forward_qkv_rope_kv(const std::vector<Linear*>& group, const aph_rms_norm_input& in, aph_tensor& q_out,
+                                  const aph_rope_kv_store& kv, aph_stream stream);
   void get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream);
   uint64_t device_bytes() const;
 
  private:
+  // The group's norm input checked against its first linear (and the group
+  // against each other), as device pointers.
+  static RmsNormX checked_norm_input(const std::vector<Linear*>& group, const aph_rms_norm_input& in);
+  // Every linear's CUDA side, or empty when any runs on the CPU.
+  static std::vector<CudaLinear*> cuda_parts(const std::vector<Linear*>& group);
+
   std::string name_;
   int32_t device_;
   int32_t act_dtype_;

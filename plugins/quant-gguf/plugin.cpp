@@ -142,6 +142,22 @@ aph_status linear_forward_shared_rms_norm(aph_quant_linear* const* ls, uint32_t 
   return done ? APH_OK : APH_ERR_UNSUPPORTED;  // not taken: the host norms x and calls linear_forward_shared
 }
 
+aph_status linear_forward_qkv_rope_kv(aph_quant_linear* const* ls, const aph_rms_norm_input* in, aph_tensor* q_out,
+                                      const aph_rope_kv_store* kv, aph_stream stream, aph_error* err) {
+  bool done = false;
+  const aph_status st = guard(err, [&] {
+    if (!ls || !in || !q_out || !kv) throw invalid_argument("linear_forward_qkv_rope_kv: NULL argument");
+    std::vector<Linear*> group;
+    for (uint32_t i = 0; i < 3; ++i) {
+      if (!ls[i]) throw invalid_argument("linear_forward_qkv_rope_kv: linear " + std::to_string(i) + " is NULL");
+      group.push_back(ls[i]->impl.get());
+    }
+    done = Linear::forward_qkv_rope_kv(group, *in, *q_out, *kv, stream);
+  });
+  if (st != APH_OK) return st;
+  return done ? APH_OK : APH_ERR_UNSUPPORTED;  // not taken: the host projects, rotates and writes the KV itself
+}
+
 uint64_t linear_device_bytes(aph_quant_linear* l) { return l ? l->impl->device_bytes() : 0; }
 
 void linear_destroy(aph_quant_linear* l) { delete l; }
@@ -168,6 +184,7 @@ const aph_quant_vtable kVtable = {
     linear_forward_shared,
     linear_forward_silu_mul,
     linear_forward_shared_rms_norm,
+    linear_forward_qkv_rope_kv,
 };
 
 aph_status init(const aph_host_services* services, void** state, aph_error* err) {

@@ -28,7 +28,7 @@ struct DecodeParams : AttentionCallParams {
   float* ws_out;  // [seq][head][split][HD]
   float* ws_max;  // [seq][head][split]
   float* ws_sum;
-  int32_t* counters;  // [seq][head CTA], zeroed by the KV write kernel
+  int32_t* counters;  // [seq][head CTA]: zero at the start; each head's last split resets its own
 };
 
 // Both kernels' grid: (split, KV head x head chunk of kDecodeHeadsPerCta
@@ -57,7 +57,7 @@ inline DecodeParams make_decode_params(const PagedAttentionArgs& a, int splits, 
 // sequence agrees). `active` is false for a CTA with nothing to do: a sequence with
 // more than one query token (the prefill kernel's), or a split past eff.
 // Such a CTA leaves before any barrier and never touches the arrival
-// counter (the KV write zeroes it each call) or its workspace slot (the
+// counter (zero at the start of each call) or its workspace slot (the
 // merge stops at eff).
 struct DecodeCta {
   int seq, kvh, G, h0, split, q_tok, ctx, eff;
@@ -127,6 +127,10 @@ __device__ __forceinline__ void publish_and_merge(const DecodeParams& p, int seq
     int32_t* const counter = p.counters + static_cast<size_t>(seq) * gridDim.y + blockIdx.y;
     const int prev = atomicAdd(counter, 1);
     is_last = prev == n_slots - 1;
+    // Every split of this head has arrived: the counter is free for the
+    // next call, which may find it in a buffer nobody zeroes
+    // (PagedAttentionArgs::split_counters).
+    if (is_last) *counter = 0;
   }
   __syncthreads();
   if (!is_last) return;

@@ -99,13 +99,44 @@ FinalHidden LlamaGraph::forward(StepContext& ctx) {
   // instead of rope_qkv + the plain write; APH_FUSED_ROPE=0 takes the two
   // steps, as the CPU always does.
   const bool fused_rope = setup_.device != APH_DEVICE_CPU && fused_rope_enabled();
+  // Better still, a quant plugin's q/k/v matvec rotates and stores them as
+  // it writes its rows (GGUF's adjacent-pair order only): no rope or KV
+  // write kernel at all. A split decode then relies on the runner's split
+  // counters, which nothing else zeroes.
+  const bool qkv_stores_kv = fused_rope && setup_.rope_interleaved && ctx.attention.split_counters != nullptr;
+  aph_rope_kv_store kv_store{};
+  if (qkv_stores_kv) {
+    const attention::PagedAttentionArgs& a = ctx.attention;
+    kv_store.size = sizeof(kv_store);
+    kv_store.positions = ctx.positions.as<int32_t>();
+    kv_store.inv_freq = setup_.inv_freq.as<float>();
+    kv_store.head_dim = static_cast<int32_t>(head_dim_);
+    kv_store.rotary_dim = static_cast<int32_t>(rotary_dim_);
+    kv_store.mscale = rope.mscale;
+    kv_store.slot_mapping = a.slot_mapping;
+    kv_store.total_slots = static_cast<int64_t>(a.layout.num_blocks) * a.layout.block_size;
+    kv_store.kv_dtype = a.layout.dtype;
+    kv_store.k_scale = a.k_scale;
+    kv_store.v_scale = a.v_scale;
+  }
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = layers_[i];
     // The first layer's input is the embedding alone: nothing to add.
-    ProjectionGroup::Outputs qkv = l.qkv->forward_rms_norm(ex, normed_input(i == 0 ? nullptr : &delta, l.attn_norm), normed);
-    if (i > 0) cur ^= 1;
+    const NormedInput attn_in = normed_input(i == 0 ? nullptr : &delta, l.attn_norm);
     attention::PagedAttentionArgs a = ctx.attention;
-    if (fused_rope) {  // the KV write rotates q and k itself
+    a.k_cache = (*ctx.kv)[i].k.data();
+    a.v_cache = (*ctx.kv)[i].v.data();
+    if (qkv_stores_kv) {
+      kv_store.k_cache = a.k_cache;
+      kv_store.v_cache = a.v_cache;
+      a.kv_written = l.qkv->forward_rope_kv(ex, attn_in, kv_store, q);
+    }
+    ProjectionGroup::Outputs qkv;
+    if (!a.kv_written) qkv = l.qkv->forward_rms_norm(ex, attn_in, normed);
+    if (i > 0) cur ^= 1;
+    if (a.kv_written) {
+      a.q = q.data();  // rotated; k and v are in the cache
+    } else if (fused_rope) {  // the KV write rotates q and k itself
       a.q = qkv.ptr[0];
       a.k = qkv.ptr[1];
       a.v = qkv.ptr[2];
@@ -126,8 +157,6 @@ FinalHidden LlamaGraph::forward(StepContext& ctx) {
       a.v = v.data();
     }
     a.out = attn_out.data();
-    a.k_cache = (*ctx.kv)[i].k.data();
-    a.v_cache = (*ctx.kv)[i].v.data();
     a.num_heads = static_cast<int32_t>(heads_);
     a.softmax_scale = 1.0f / std::sqrt(static_cast<float>(head_dim_));
     attention::paged_attention(a);

@@ -86,6 +86,15 @@ bool cta_quantization_enabled() {
 
 // A batch-1 projection group after a residual add norms its x itself (no
 // add_rms_norm launch); APH_GGUF_FUSED_NORM=0 leaves the norm to the host.
+// APH_GGUF_QKV_EPILOGUE (docs/CONFIG.md, on by default): the q/k/v matvec
+// rotates q and k and stores k and v into the KV cache itself
+// (linear_forward_qkv_rope_kv); off, the host runs its rope + KV write
+// kernel after the projections.
+bool qkv_epilogue_enabled() {
+  static const bool on = env_flag("APH_GGUF_QKV_EPILOGUE", true);
+  return on;
+}
+
 bool fused_norm_enabled() {
   static const bool on = env_flag("APH_GGUF_FUSED_NORM", true);
   return on;
@@ -335,12 +344,15 @@ size_t CudaLinear::run_end(const std::vector<CudaLinear*>& group, size_t i, int6
 }
 
 void CudaLinear::launch_run(const std::vector<CudaLinear*>& group, size_t i, size_t end, int64_t r, int64_t m,
-                            const cuda::MatvecX& x, const std::vector<void*>& ys, aph_stream stream) {
+                            const cuda::MatvecX& x, const std::vector<void*>& ys, aph_stream stream,
+                            const cuda::RowSink* sinks) {
   const CudaLinear& l = *group[i];
   cuda::MatvecTarget targets[cuda::kMaxMatvecTargets];
   for (size_t j = i; j < end; ++j) {
     const CudaLinear& t = *group[j];
-    targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_, static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2};
+    void* y = ys[j] ? static_cast<uint8_t*>(ys[j]) + r * t.n_ * 2 : nullptr;  // cache sinks write no y
+    targets[j - i] = {static_cast<const uint8_t*>(t.weight_), t.n_, t.bias_, y,
+                      sinks ? sinks[j] : cuda::RowSink::kY};
   }
   check_cuda(cuda::launch_matvec_multi(l.type_, targets, static_cast<int>(end - i), l.k_, x,
                                        std::min<int64_t>(8, m - r), l.bf16_, l.state_.cuda->sm_count(), stream),
@@ -386,6 +398,19 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>& group, const voi
 
 bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
                                          const std::vector<void*>& ys, aph_stream stream) {
+  return forward_normed(group, in, m, ys, nullptr, nullptr, stream);
+}
+
+bool CudaLinear::forward_qkv_rope_kv(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
+                                     void* q_out, const cuda::RopeKv& kv, aph_stream stream) {
+  if (!qkv_epilogue_enabled() || group.size() != 3 || m < 1 || m > 8) return false;
+  const cuda::RowSink sinks[3] = {cuda::RowSink::kRopeQ, cuda::RowSink::kRopeK, cuda::RowSink::kCacheV};
+  return forward_normed(group, in, m, {q_out, nullptr, nullptr}, sinks, &kv, stream);
+}
+
+bool CudaLinear::forward_normed(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
+                                const std::vector<void*>& ys, const cuda::RowSink* sinks, const cuda::RopeKv* kv,
+                                aph_stream stream) {
   const CudaLinear& first = *group[0];
   if (!fused_norm_enabled() || m < 1 || first.k_ % 32 != 0) return false;
   for (const CudaLinear* l : group)
@@ -395,6 +420,14 @@ bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>& group, 
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   bool raw = m == 1 && cta_quantization_enabled();
   for (const CudaLinear* l : group) raw = raw && cuda::fits_in_cta_quantization(l->type_, l->k_);
+  // A rotating sink needs both rows of a pair in one warp: the k-quants'
+  // fast matvec (launch_matvec_multi). The raw-x matvec of the other types
+  // could hold a pair at two rows a warp, but that measured slower on the
+  // 135M (H100, Q4_0, decode512, medians of 3: 1673.8 tok/s with the
+  // epilogue against 1694.9 without; two rows a warp alone, no epilogue,
+  // 1724.9 against 1739.4), so it keeps the host's KV write.
+  for (size_t i = 0; sinks && i < group.size(); ++i)
+    if (raw || (cuda::sink_pairs_rows(sinks[i]) && !cuda::has_fast_matvec(group[i]->type_))) return false;
   if (!raw) {  // one kernel norms and quantizes x for every launch after it
     const ActLayout a = act_layout(m, first.k_);
     auto* xq = static_cast<int8_t*>(first.state_.cuda->act_scratch());
@@ -418,7 +451,13 @@ bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>& group, 
       } else {
         x = group[i]->scratch_x(r, m);
       }
-      launch_run(group, i, end, r, m, x, ys, stream);
+      if (kv) {
+        x.kv = *kv;
+        // H100, 8B Q4_K_M decode512 (medians of 2): 390.9 tok/s released
+        // against 382.6 not (384.5 without the epilogue).
+        x.release_dependents = end == group.size() && r + 8 >= m;
+      }
+      launch_run(group, i, end, r, m, x, ys, stream, sinks);
     }
     i = end;
   }
@@ -482,6 +521,14 @@ void CudaLinear::forward_shared(const std::vector<CudaLinear*>&, const void*, in
                                 aph_stream) {}
 void CudaLinear::quantize_x(const void*, int64_t, aph_stream) const {}
 bool CudaLinear::forward_silu_mul(const void*, const void*, int64_t, void*, aph_stream) { return false; }
+bool CudaLinear::forward_qkv_rope_kv(const std::vector<CudaLinear*>&, const RmsNormX&, int64_t, void*,
+                                     const cuda::RopeKv&, aph_stream) {
+  return false;
+}
+bool CudaLinear::forward_normed(const std::vector<CudaLinear*>&, const RmsNormX&, int64_t, const std::vector<void*>&,
+                                const cuda::RowSink*, const cuda::RopeKv*, aph_stream) {
+  return false;
+}
 bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>&, const RmsNormX&, int64_t,
                                          const std::vector<void*>&, aph_stream) {
   return false;
@@ -489,7 +536,7 @@ bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>&, const 
 cuda::MatvecX CudaLinear::scratch_x(int64_t, int64_t) const { return {}; }
 size_t CudaLinear::run_end(const std::vector<CudaLinear*>&, size_t i, int64_t) { return i + 1; }
 void CudaLinear::launch_run(const std::vector<CudaLinear*>&, size_t, size_t, int64_t, int64_t, const cuda::MatvecX&,
-                            const std::vector<void*>&, aph_stream) {}
+                            const std::vector<void*>&, aph_stream, const cuda::RowSink*) {}
 void CudaLinear::get_rows(const int32_t*, int64_t, void*, aph_stream) {}
 void CudaLinear::gemm(const void*, const void*, int64_t, void*, aph_stream, int64_t) {}
 int64_t CudaLinear::tile_rows() const { return 0; }

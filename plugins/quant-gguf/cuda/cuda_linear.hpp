@@ -86,6 +86,13 @@ class CudaLinear {
   // false, with nothing launched, when a linear does not take the matvec.
   static bool forward_shared_rms_norm(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
                                       const std::vector<void*>& ys, aph_stream stream);
+  // forward_shared_rms_norm of group = {q, k, v} with q rotated by RoPE into
+  // q_out and k, v rotated and stored into the KV cache by the matvecs
+  // themselves (the ABI's linear_forward_qkv_rope_kv): M <= 8, every linear
+  // on the matvec path, q and k where a warp holds a RoPE pair's rows;
+  // false, with nothing launched, otherwise.
+  static bool forward_qkv_rope_kv(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m, void* q_out,
+                                  const cuda::RopeKv& kv, aph_stream stream);
   // Out-of-range ids give zero rows (ids live on the device; checking them
   // would need a synchronization).
   void get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream);
@@ -116,9 +123,16 @@ class CudaLinear {
   // when the launch cannot take them (the caller runs them one by one).
   static bool launch_tile_run(const std::vector<CudaLinear*>& group, size_t i, size_t end, const void* x, int64_t m,
                               const std::vector<void*>& ys, aph_stream stream);
-  // group[i, end) over rows [r, r + 8) of x: one launch.
+  // group[i, end) over rows [r, r + 8) of x: one launch; sinks (optional,
+  // one per linear of group) say where each one's rows go.
   static void launch_run(const std::vector<CudaLinear*>& group, size_t i, size_t end, int64_t r, int64_t m,
-                         const cuda::MatvecX& x, const std::vector<void*>& ys, aph_stream stream);
+                         const cuda::MatvecX& x, const std::vector<void*>& ys, aph_stream stream,
+                         const cuda::RowSink* sinks = nullptr);
+  // forward_shared_rms_norm with optional sinks and their RoPE/cache
+  // arguments (forward_qkv_rope_kv).
+  static bool forward_normed(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
+                             const std::vector<void*>& ys, const cuda::RowSink* sinks, const cuda::RopeKv* kv,
+                             aph_stream stream);
 
   PluginState& state_;
   std::string name_;

@@ -18,6 +18,7 @@
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
 #include "plugins/quant-gguf/cuda/matvec_targets.cuh"
 #include "plugins/quant-gguf/cuda/quantize_x.cuh"
+#include "plugins/quant-gguf/cuda/row_sink.cuh"
 
 namespace aph::gguf::cuda {
 
@@ -104,10 +105,9 @@ __device__ __forceinline__ float chunk_dot(const Chunk& ch, const int8_t* xq, co
 
 // Row `row` of target t by one warp (all lanes call: warp shuffles).
 template <int TYPE, int MT, typename T>
-__device__ __forceinline__ void matvec_row(const MatvecTarget& t, int64_t row, int64_t k, const int8_t* xq,
-                                           const float* xd, const float* xs, int m) {
+__device__ __forceinline__ void matvec_row(const MatvecTarget& t, const RopeKv& kv, int64_t row, int64_t k,
+                                           const int8_t* xq, const float* xd, const float* xs, int m) {
   using D = Decoder<TYPE>;
-  const int64_t n = t.n;
   const int lane = threadIdx.x % 32;
   constexpr int kChunksPerBlock = D::kBlock / 32;
   const int64_t chunks = k / 32;
@@ -140,8 +140,8 @@ __device__ __forceinline__ void matvec_row(const MatvecTarget& t, int64_t row, i
 #pragma unroll
   for (int i = 0; i < MT; ++i) {
     if (i < m) {
-      float v = warp_sum(acc[i]);
-      if (lane == 0) static_cast<T*>(t.y)[i * n + row] = from_float<T>(v + (t.bias ? t.bias[row] : 0.0f));
+      const float v = warp_sum(acc[i]) + (t.bias ? t.bias[row] : 0.0f);
+      if (lane == 0) sink_row<T>(t, kv, i, row, v, v);  // y or the V cache: no RoPE pair here (launch_matvec_multi)
     }
   }
 }
@@ -263,12 +263,13 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       if (row < t->n) w.template finish<T>(*t, row, k, xc);
     }
   } else {
+    if (x.release_dependents) cuda_pdl::allow_dependents();  // the attention (MatvecX)
     const XCodes xc = matvec_x<false, T>(x, k);  // launched as a dependent: waits for x here
     for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
       int64_t cta = 0;
       const MatvecTarget& t = target_at(targets, v, &cta);
       const int64_t row = cta * kWarpsPerBlock + threadIdx.x / 32;
-      if (row < t.n) matvec_row<TYPE, MT, T>(t, row, k, xc.q, xc.d, xc.s, m);
+      if (row < t.n) matvec_row<TYPE, MT, T>(t, x.kv, row, k, xc.q, xc.d, xc.s, m);
     }
   }
 }
@@ -483,8 +484,14 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
   if (x.norm_w && (!x.raw || x.up || reinterpret_cast<uintptr_t>(x.delta) % 16 != 0 ||
                    reinterpret_cast<uintptr_t>(x.residual_out) % 16 != 0))
     return static_cast<int>(cudaErrorInvalidValue);
-  for (int i = 0; i < count; ++i)
+  for (int i = 0; i < count; ++i) {
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
+    // A RoPE pair's rows share a warp only in the fast matvec (two rows a
+    // warp); the raw-x form stores y only.
+    const RowSink sink = targets[i].sink;
+    if ((sink_pairs_rows(sink) && !has_fast_matvec(type)) || (sink != RowSink::kY && x.raw))
+      return static_cast<int>(cudaErrorInvalidValue);
+  }
   if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);
   auto s = static_cast<cudaStream_t>(stream);
   MatvecX xp = x;

@@ -22,12 +22,38 @@ int launch_rms_norm_quantize_act(const void* residual, const void* delta, const 
                                  void* residual_out, bool bf16, int64_t m, int64_t k, int8_t* xq, float* xd,
                                  float* xs, void* stream);
 
+// Where a matvec's output rows go (linear_forward_qkv_rope_kv, the ABI's
+// aph_rope_kv_store): y as computed; q rows rotated into y; k rows rotated
+// into the K cache; v rows into the V cache (RopeKv).
+enum class RowSink : int32_t { kY = 0, kRopeQ, kRopeK, kCacheV };
+constexpr bool sink_pairs_rows(RowSink s) { return s == RowSink::kRopeQ || s == RowSink::kRopeK; }
+
+// The rotation and the cache slots of RowSink's q/k/v targets, device
+// pointers (aph_rope_kv_store). Token i is x's row i.
+struct RopeKv {
+  const int32_t* positions = nullptr;
+  const float* inv_freq = nullptr;
+  int32_t head_dim = 0, rotary_dim = 0;
+  float mscale = 1.0f;
+  const int64_t* slots = nullptr;
+  int64_t total_slots = 0;
+  uint8_t* k_cache = nullptr;
+  uint8_t* v_cache = nullptr;
+  int64_t kv_width = 0;  // a cache slot's elements: k and v rows
+  int32_t kv_dtype = 0;  // aph_dtype: F16, BF16, F8_E4M3, F8_E5M2
+  float k_scale = 1.0f, v_scale = 1.0f;
+};
+
 // One weight matrix of a multi-target matvec: y[m, n] = x · Wᵀ (+ bias).
+// A sink that pairs rows (rows 2i and 2i + 1 rotate together) takes a
+// launch whose warps hold both rows of a pair: the k-quants' fast matvec at
+// two rows a warp. The raw-x form takes RowSink::kY only.
 struct MatvecTarget {
   const uint8_t* w;
   int64_t n;
   const float* bias;
   void* y;
+  RowSink sink = RowSink::kY;
 };
 constexpr int kMaxMatvecTargets = 4;
 
@@ -56,6 +82,13 @@ struct MatvecX {
   // waits for x's producer (APH_GGUF_PRELOAD=0: into L2 only). Set by
   // launch_matvec_multi.
   bool preload = true;
+  // For the targets whose sink is not RowSink::kY.
+  RopeKv kv;
+  // The last launch before the attention (linear_forward_qkv_rope_kv): its
+  // CTAs let the next kernel launch at once, so that the attention's first
+  // KV tile (cached tokens only) streams in while this matvec finishes, as
+  // it did behind the host's KV write kernel.
+  bool release_dependents = false;
 };
 bool fits_in_cta_quantization(uint32_t ggml_type, int64_t k);
 

@@ -21,6 +21,7 @@
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
 #include "plugins/quant-gguf/cuda/matvec_targets.cuh"
 #include "plugins/quant-gguf/cuda/quantize_x.cuh"
+#include "plugins/quant-gguf/cuda/row_sink.cuh"
 #include "plugins/quant-gguf/cuda/vecdot.cuh"
 
 namespace aph::gguf::cuda {
@@ -70,20 +71,26 @@ __device__ __forceinline__ void load_step(const uint8_t* const (&wrow)[R], int64
   for (int r = 0; r < R; ++r) P::load_w(wrow[r], nb, blk, part, wv[r]);
 }
 
-// y[i, row0 + r] from the lane sums (all lanes call: warp shuffles).
+// Rows row0 .. row0 + R - 1 of token i from the lane sums, into t's sink
+// (all lanes call: warp shuffles). With R == 2 a warp holds both rows of a
+// RoPE pair (row0 is even).
 template <int MT, int R, typename T>
-__device__ __forceinline__ void store_rows(float (&acc)[R][MT], int m, int64_t n, int64_t row0,
-                                           const float* bias, T* y) {
+__device__ __forceinline__ void store_rows(float (&acc)[R][MT], int m, const MatvecTarget& t, const RopeKv& kv,
+                                           int64_t row0, const SinkInputs (&pre)[R]) {
 #pragma unroll
-  for (int r = 0; r < R; ++r)
+  for (int i = 0; i < MT; ++i) {
+    if (i < m) {  // uniform: m is a kernel argument
+      float v[R];
 #pragma unroll
-    for (int i = 0; i < MT; ++i) {
-      if (i < m) {  // uniform: m is a kernel argument
-        const float v = warp_sum(acc[r][i]);
-        if (threadIdx.x % 32 == 0 && row0 + r < n)
-          y[i * n + row0 + r] = from_float<T>(v + (bias ? bias[row0 + r] : 0.0f));
+      for (int r = 0; r < R; ++r)
+        v[r] = warp_sum(acc[r][i]) + (t.bias && row0 + r < t.n ? t.bias[row0 + r] : 0.0f);
+      if (threadIdx.x % 32 == 0) {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+          if (row0 + r < t.n) sink_row<T>(t, kv, i, row0 + r, v[r], v[r ^ (R - 1)], &pre[r]);
       }
     }
+  }
 }
 
 template <class P, int R>
@@ -105,6 +112,7 @@ __device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_
 template <class P, int MT, int R, typename T>
 __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
     matvec_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int m) {
+  if (x.release_dependents) cuda_pdl::allow_dependents();  // the attention (MatvecX)
   int64_t cta = 0;
   const MatvecTarget& t = target_at(targets, blockIdx.x, &cta);
   const int64_t n = t.n;
@@ -118,10 +126,14 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
   // prefetching the first weights before this wait measured slower on the
   // H200: more registers in the loop, more L2 requests; so did one bulk L2
   // prefetch of the warp's rows on the H100.) No
-  // allow_dependents(): CTAs of the next kernel parked on the SMs early made
-  // this grid's last CTAs start late.
+  // allow_dependents() but before the attention: CTAs of the next kernel
+  // parked on the SMs early made this grid's last CTAs start late.
   const uint8_t* wrow[R];
   row_pointers<P, R>(t.w, n, nb, row0, wrow);
+  SinkInputs pre[R];
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int r = 0; r < R; ++r) pre[r] = sink_inputs(t, x.kv, row0 + r);
   const XCodes xc = matvec_x<false, T>(x, 256 * nb);
 
   float acc[R][MT] = {};
@@ -133,7 +145,7 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
       step<P, MT, R>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, m, acc);
     }
   }
-  store_rows<MT, R>(acc, m, n, row0, t.bias, static_cast<T*>(t.y));
+  store_rows<MT, R, T>(acc, m, t, x.kv, row0, pre);
 }
 
 template <class P, typename T, int R>
@@ -167,11 +179,19 @@ bool single_rows_pay(const MatvecTarget* targets, int count) {
   return ctas < sms;
 }
 
+bool pairs_rows(const MatvecTarget* targets, int count) {
+  for (int i = 0; i < count; ++i)
+    if (sink_pairs_rows(targets[i].sink)) return true;
+  return false;
+}
+
 template <class P, typename T>
 cudaError_t launch_typed(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m,
                          cudaStream_t s) {
   if (x.raw) return cudaErrorInvalidValue;  // fits_in_cta_quantization says no for these types
-  if (m == 1 && single_rows_pay(targets, count)) return launch_rows<P, T, 1>(targets, count, nb, x, 1, s);
+  // A RoPE pair's rows in one warp: two rows a warp.
+  if (m == 1 && !pairs_rows(targets, count) && single_rows_pay(targets, count))
+    return launch_rows<P, T, 1>(targets, count, nb, x, 1, s);
   return launch_rows<P, T, kRowsPerWarp>(targets, count, nb, x, m, s);
 }
 

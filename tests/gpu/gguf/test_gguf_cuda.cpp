@@ -20,10 +20,14 @@
 #include "plugins/quant-gguf/cuda/kernels.hpp"
 #include "plugins/quant-gguf/linear.hpp"
 #include "plugins/quant-gguf/plugin_state.hpp"
+#include "tests/gpu/gguf/abi_views.hpp"
 #include "tests/gpu/gguf/cuda_host.hpp"
 #include "tests/unit/gguf/random_blocks.hpp"
 
 using namespace aph::gguf;
+using aph::gguf::test_gpu::linear_desc;
+using aph::gguf::test_gpu::view;
+using aph::gguf::test_gpu::weight_info;
 
 namespace {
 
@@ -34,51 +38,6 @@ struct Param {
 
 uint16_t to_act(float v, bool bf16) { return bf16 ? aph::f32_to_bf16(v) : aph::f32_to_f16(v); }
 float from_act(uint16_t h, bool bf16) { return bf16 ? aph::bf16_to_f32(h) : aph::f16_to_f32(h); }
-
-aph_weight_info weight_info(uint32_t type, int64_t n, int64_t k, const std::vector<uint8_t>& w) {
-  aph_weight_info wi{};
-  wi.size = sizeof(wi);
-  wi.dtype = -1;
-  wi.format_type = type;
-  wi.rank = 2;
-  wi.shape[0] = n;
-  wi.shape[1] = k;
-  wi.data = w.data();
-  wi.nbytes = w.size();
-  return wi;
-}
-
-// A one-part CUDA linear descriptor of [n, k] weights wi.
-aph_linear_desc linear_desc(const char* name, const aph_weight_info* wi, int64_t n, int64_t k, int32_t act,
-                            cudaStream_t stream) {
-  aph_linear_desc d{};
-  d.size = sizeof(d);
-  d.name = name;
-  d.in_features = k;
-  d.out_features = n;
-  d.device = 0;
-  d.act_dtype = act;
-  d.n_parts = 1;
-  d.parts = wi;
-  d.stream = stream;
-  return d;
-}
-
-aph_tensor view(void* p, int32_t dtype, int32_t device, std::vector<int64_t> shape) {
-  aph_tensor t{};
-  t.size = sizeof(t);
-  t.dtype = dtype;
-  t.device = device;
-  t.rank = static_cast<int32_t>(shape.size());
-  t.data = p;
-  int64_t stride = 1;
-  for (int i = t.rank - 1; i >= 0; --i) {
-    t.shape[i] = shape[i];
-    t.strides[i] = stride;
-    stride *= shape[i];
-  }
-  return t;
-}
 
 // A CUDA device (or a skip), the plugin state and a stream.
 template <class Base>

@@ -198,6 +198,25 @@ TEST(AbiLayout, EveryFieldOfEveryStructIsPinned) {
   PIN(aph_quant_vtable, linear_get_rows, 88, 8);
   PIN(aph_quant_vtable, linear_device_bytes, 96, 8);
   PIN(aph_quant_vtable, linear_destroy, 104, 8);
+  PIN(aph_quant_vtable, linear_forward_shared, 112, 8);
+  PIN(aph_quant_vtable, linear_forward_silu_mul, 120, 8);
+  PIN(aph_quant_vtable, linear_forward_shared_rms_norm, 128, 8);
+  PIN(aph_quant_vtable, linear_forward_qkv_rope_kv, 136, 8);
+
+  // aph_rope_kv_store (quant.h)
+  PIN(aph_rope_kv_store, size, 0, 4);
+  PIN(aph_rope_kv_store, positions, 8, 8);
+  PIN(aph_rope_kv_store, inv_freq, 16, 8);
+  PIN(aph_rope_kv_store, head_dim, 24, 4);
+  PIN(aph_rope_kv_store, rotary_dim, 28, 4);
+  PIN(aph_rope_kv_store, mscale, 32, 4);
+  PIN(aph_rope_kv_store, slot_mapping, 40, 8);
+  PIN(aph_rope_kv_store, total_slots, 48, 8);
+  PIN(aph_rope_kv_store, k_cache, 56, 8);
+  PIN(aph_rope_kv_store, v_cache, 64, 8);
+  PIN(aph_rope_kv_store, kv_dtype, 72, 4);
+  PIN(aph_rope_kv_store, k_scale, 76, 4);
+  PIN(aph_rope_kv_store, v_scale, 80, 4);
 
   // aph_sampler_field (sampler.h)
   PIN(aph_sampler_field, size, 0, 4);

@@ -398,3 +398,89 @@ TEST_F(Plugin, RmsNormInputIsCheckedAndDeclinedOnCpu) {
   fails_naming(bad, "delta");
   vt_->linear_destroy(lin);
 }
+
+// linear_forward_qkv_rope_kv through the ABI: its RoPE and cache arguments
+// are checked (each error names the field), and on the CPU a valid call is
+// declined with APH_ERR_UNSUPPORTED and nothing written, for the host to run
+// its projections, rope and KV write.
+TEST_F(Plugin, QkvRopeKvIsCheckedAndDeclinedOnCpu) {
+  const size_t needed = offsetof(aph_quant_vtable, linear_forward_qkv_rope_kv) + sizeof(void*);
+  ASSERT_GE(vt_->size, needed);
+  ASSERT_NE(vt_->linear_forward_qkv_rope_kv, nullptr);
+  const int64_t head_dim = 64, qn = 2 * head_dim, kvn = head_dim, k = 64, m = 1;
+  const int64_t ns[3] = {qn, kvn, kvn};
+  std::vector<std::vector<uint8_t>> w;
+  std::vector<aph_weight_info> wi(3);
+  aph_quant_linear* group[3] = {};
+  aph_error err{};
+  for (int t = 0; t < 3; ++t) w.push_back(test_data::random_rows(kQ4_0, ns[t], k, 5 + t));
+  for (int t = 0; t < 3; ++t) {
+    wi[t].size = sizeof(aph_weight_info);
+    wi[t].name = "blk.0.attn_qkv.weight";
+    wi[t].dtype = -1;
+    wi[t].format_type = kQ4_0;
+    wi[t].rank = 2;
+    wi[t].shape[0] = ns[t];
+    wi[t].shape[1] = k;
+    wi[t].data = w[t].data();
+    wi[t].nbytes = w[t].size();
+    const aph_linear_desc ld = cpu_linear_desc("model.layers.0.self_attn.qkv", &wi[t], ns[t], k);
+    ASSERT_EQ(vt_->linear_create(state_, &ld, &group[t], &err), APH_OK) << err.message;
+  }
+  std::vector<float> res(m * k, 1.0f), norm_w(k, 1.0f), q(m * qn, -7.0f), inv_freq(head_dim / 2, 0.5f);
+  std::vector<uint16_t> k_cache(16 * kvn, 0x1111), v_cache(16 * kvn, 0x2222);
+  std::vector<int32_t> positions(m, 3);
+  std::vector<int64_t> slots(m, 2);
+  aph_tensor rt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, res.data(), {m, k}, {k, 1}};
+  aph_tensor wt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 1, norm_w.data(), {k}, {1}};
+  aph_tensor qt{sizeof(aph_tensor), APH_DTYPE_F32, APH_DEVICE_CPU, 2, q.data(), {m, qn}, {qn, 1}};
+  aph_rms_norm_input in{};
+  in.size = sizeof(in);
+  in.residual = &rt;
+  in.weight = &wt;
+  in.eps = 1e-6f;
+  aph_rope_kv_store kv{};
+  kv.size = sizeof(kv);
+  kv.positions = positions.data();
+  kv.inv_freq = inv_freq.data();
+  kv.head_dim = static_cast<int32_t>(head_dim);
+  kv.rotary_dim = static_cast<int32_t>(head_dim);
+  kv.mscale = 1.0f;
+  kv.slot_mapping = slots.data();
+  kv.total_slots = 16;
+  kv.k_cache = k_cache.data();
+  kv.v_cache = v_cache.data();
+  kv.kv_dtype = APH_DTYPE_F16;
+  kv.k_scale = kv.v_scale = 1.0f;
+
+  EXPECT_EQ(vt_->linear_forward_qkv_rope_kv(group, &in, &qt, &kv, nullptr, &err), APH_ERR_UNSUPPORTED) << err.message;
+  for (float v : q) ASSERT_EQ(v, -7.0f) << "a declined call wrote q";
+  for (uint16_t v : k_cache) ASSERT_EQ(v, 0x1111) << "a declined call wrote the K cache";
+  for (uint16_t v : v_cache) ASSERT_EQ(v, 0x2222) << "a declined call wrote the V cache";
+
+  auto fails_naming = [&](aph_rope_kv_store bad, const std::string& field) {
+    aph_error e{};
+    EXPECT_EQ(vt_->linear_forward_qkv_rope_kv(group, &in, &qt, &bad, nullptr, &e), APH_ERR_INVALID_ARGUMENT) << field;
+    EXPECT_NE(std::string(e.message).find(field), std::string::npos) << e.message;
+  };
+  aph_rope_kv_store bad = kv;
+  bad.rotary_dim = 63;
+  fails_naming(bad, "rotary_dim");
+  bad = kv;
+  bad.head_dim = 48;  // does not divide q's 128 rows
+  fails_naming(bad, "head_dim");
+  bad = kv;
+  bad.kv_dtype = APH_DTYPE_F32;
+  fails_naming(bad, "kv_dtype");
+  bad = kv;
+  bad.v_scale = 0.0f;
+  fails_naming(bad, "v_scale");
+  bad = kv;
+  bad.slot_mapping = nullptr;
+  fails_naming(bad, "slot_mapping");
+  aph_error e{};
+  aph_quant_linear* two[3] = {group[0], group[1], nullptr};
+  EXPECT_EQ(vt_->linear_forward_qkv_rope_kv(two, &in, &qt, &kv, nullptr, &e), APH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(e.message).find("linear 2"), std::string::npos) << e.message;
+  for (aph_quant_linear* l : group) vt_->linear_destroy(l);
+}

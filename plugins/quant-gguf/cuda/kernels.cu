@@ -71,11 +71,12 @@ template <typename T>
 __global__ void rms_norm_quantize_act_kernel(const T* residual, const T* delta, const float* w, float eps,
                                              T* residual_out, int64_t k, int8_t* xq, float* xd, float* xs) {
   cuda_pdl::allow_dependents();
+  const FirstNormW first_w = first_norm_w(w, k);
   cuda_pdl::wait_for_producer();
   const int64_t row = blockIdx.x;
   const SmemX dst{xq + row * k, xd + row * (k / 32), xs + row * (k / 16)};
   quantize_normed_row(residual + row * k, delta ? delta + row * k : nullptr, w, eps,
-                      residual_out ? residual_out + row * k : nullptr, k, dst);
+                      residual_out ? residual_out + row * k : nullptr, k, dst, first_w);
 }
 
 constexpr int kWarpsPerBlock = 4;

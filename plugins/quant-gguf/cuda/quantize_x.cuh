@@ -170,22 +170,30 @@ __device__ __forceinline__ void quantize_slot8(const float (&v)[8], bool live, i
 // read once); later ones it reads again (from L1). With residual_out, the
 // first pass also stores the sums there. residual, delta, residual_out and w
 // 16-byte aligned, k a multiple of 32.
+// The norm weights of a thread's first slot (quantize_normed_row). They do
+// not depend on x, so the kernels load them before they wait for x's
+// producer, not with x after it. H200, bench/run.sh's configuration,
+// medians of 3 interleaved runs: the 135M Q4_1 (the raw-x matvec norms x in
+// every CTA) 1712.9 tok/s against 1672.5 loaded after the wait; the 8B
+// Q4_K_M (one norm kernel) 420.6 against 420.7.
+struct FirstNormW {
+  float4 w[2];
+};
+__device__ __forceinline__ FirstNormW first_norm_w(const float* w, int64_t k) {
+  FirstNormW f{};
+  if (threadIdx.x < k / 8) {
+    f.w[0] = *reinterpret_cast<const float4*>(w + 8 * threadIdx.x);
+    f.w[1] = *reinterpret_cast<const float4*>(w + 8 * threadIdx.x + 4);
+  }
+  return f;
+}
+
 template <typename T>
 __device__ __noinline__ void quantize_normed_row(const T* residual, const T* delta, const float* w, float eps,
-                                                 T* residual_out, int64_t k, SmemX dst) {
+                                                 T* residual_out, int64_t k, SmemX dst, FirstNormW first_w) {
   const int64_t slots = k / 8;
   float ss = 0.0f;
   float first[8] = {};
-  // The norm weights of this thread's first slot load with its x, not after
-  // the sum of squares: one L2 round trip fewer between x's producer and the
-  // codes (w does not depend on x). H200, SmolLM2-135M decode after 512,
-  // medians of 4 interleaved runs: random Q4_0 1712.3 -> 1726.4 tok/s, the
-  // real Q4_1 1722.2 -> 1723.0 (no change).
-  float4 first_w[2] = {};
-  if (threadIdx.x < slots) {
-    first_w[0] = *reinterpret_cast<const float4*>(w + 8 * threadIdx.x);
-    first_w[1] = *reinterpret_cast<const float4*>(w + 8 * threadIdx.x + 4);
-  }
   for (int64_t s = threadIdx.x; s < slots; s += blockDim.x) {
     float v[8];
     residual_sum8(residual + 8 * s, delta ? delta + 8 * s : nullptr, v);
@@ -209,8 +217,8 @@ __device__ __noinline__ void quantize_normed_row(const T* residual, const T* del
       } else {
         residual_sum8(residual + 8 * s, delta ? delta + 8 * s : nullptr, v);
       }
-      const float4 w0 = base == 0 ? first_w[0] : *reinterpret_cast<const float4*>(w + 8 * s);
-      const float4 w1 = base == 0 ? first_w[1] : *reinterpret_cast<const float4*>(w + 8 * s + 4);
+      const float4 w0 = base == 0 ? first_w.w[0] : *reinterpret_cast<const float4*>(w + 8 * s);
+      const float4 w1 = base == 0 ? first_w.w[1] : *reinterpret_cast<const float4*>(w + 8 * s + 4);
       const float wv[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
 #pragma unroll
       for (int j = 0; j < 8; ++j) v[j] = to_float(from_float<T>(v[j] * inv * wv[j]));
@@ -277,6 +285,8 @@ struct XCodes {
 };
 template <bool kRaw, typename T>
 __device__ __forceinline__ XCodes matvec_x(const MatvecX& x, int64_t k) {
+  FirstNormW first_w{};
+  if (kRaw && x.norm_w != nullptr) first_w = first_norm_w(x.norm_w, k);
   cuda_pdl::wait_for_producer();
   if constexpr (kRaw) {
     cuda_pdl::allow_dependents();
@@ -284,7 +294,7 @@ __device__ __forceinline__ XCodes matvec_x(const MatvecX& x, int64_t k) {
     if (x.norm_w != nullptr) {  // x = RMSNorm(raw + delta) * norm_w; CTA 0 stores the sum
       const SmemX sx = smem_x(smem, k);
       quantize_normed_row(static_cast<const T*>(x.raw), static_cast<const T*>(x.delta), x.norm_w, x.norm_eps,
-                          blockIdx.x == 0 ? static_cast<T*>(x.residual_out) : nullptr, k, sx);
+                          blockIdx.x == 0 ? static_cast<T*>(x.residual_out) : nullptr, k, sx, first_w);
       __syncthreads();
       return XCodes{sx.q, sx.d, sx.s};
     }

@@ -132,6 +132,10 @@ RopeInputs rope_inputs(const Problem& p, const RopeCase& c) {
 // wrongly still gets right answers (a lone sequence's splits then merge in
 // two levels).
 bool g_claim_short_contexts = false;
+// run_gpu passes its own split counters (PagedAttentionArgs::split_counters,
+// zeroed once), checks that every decode left them at zero, and (eager)
+// reruns the attention alone with kv_written, its output overwritten.
+bool g_split_counters = false;
 
 // Runs the problem on the GPU; with capture_max_ctx > 0 the call is captured
 // in a CUDA graph planned for that max_context_len and then replayed.
@@ -200,6 +204,13 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
     a.rope.q_rot = q.ptr;  // overwritten with the rotation
   }
 
+  DeviceBuffer<int32_t> counters(g_split_counters ? static_cast<size_t>(n_seqs) * p.spec.num_heads : 0);
+  if (g_split_counters) {
+    CUDA_OK(cudaMemset(counters.ptr, 0, counters.count * sizeof(int32_t)));
+    a.split_counters = counters.ptr;
+    a.split_counter_slots = static_cast<int64_t>(counters.count);
+  }
+
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
   a.stream = stream;
@@ -216,9 +227,19 @@ void run_gpu(const Problem& p, aph_dtype act, GpuRun& r, int32_t capture_max_ctx
     cudaGraphDestroy(graph);
   } else {
     for (int i = 0; i < launches; ++i) paged_attention(a);
+    if (g_split_counters && !rope) {  // the cache holds this step's k and v now
+      CUDA_OK(cudaMemsetAsync(out.ptr, 0xff, out.count * 2, stream));
+      PagedAttentionArgs b = a;
+      b.kv_written = true;
+      b.k = b.v = nullptr;
+      paged_attention(b);
+    }
   }
   CUDA_OK(cudaStreamSynchronize(stream));
   CUDA_OK(cudaStreamDestroy(stream));
+  if (g_split_counters) {
+    for (int32_t c : counters.download()) ASSERT_EQ(c, 0) << "a decode left its split counter set";
+  }
   std::vector<uint16_t> o = out.download();
   r.out.resize(o.size());
   for (size_t i = 0; i < o.size(); ++i) r.out[i] = from_act(o[i], act);
@@ -390,6 +411,23 @@ TEST(PagedAttentionGpuGraph, CapturedDecodeSurvivesContextGrowth) {
   s.seqs = {{1, 6000}, {1, 300}, {1, 4500}};
   compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/600);
   compare(s, APH_DTYPE_F16, /*capture_max_ctx=*/8192);
+}
+
+// The runner's split counters, which nothing zeroes between calls: each
+// head's last split resets its own, eager and in a graph, over repeated
+// launches; and the attention alone (kv_written, no KV write) on what the
+// first call stored.
+TEST(PagedAttentionGpuCounters, CallerCountersStayZero) {
+  g_split_counters = true;
+  ProblemSpec s = base({128, APH_DTYPE_BF16, APH_DTYPE_BF16}, 31);
+  s.num_heads = 32;
+  s.num_kv_heads = 8;
+  s.seqs = {{1, 6000}, {1, 300}, {1, 4500}};
+  compare(s, APH_DTYPE_BF16, /*capture_max_ctx=*/0, -1, nullptr, /*launches=*/3);
+  compare(s, APH_DTYPE_BF16, /*capture_max_ctx=*/8192, -1, nullptr, /*launches=*/3);
+  s.seqs = {{1, 5000}};
+  compare(s, APH_DTYPE_BF16, /*capture_max_ctx=*/0, -1, nullptr, /*launches=*/2);
+  g_split_counters = false;
 }
 
 // Decode of a lone sequence through clusters (split_plan.hpp's

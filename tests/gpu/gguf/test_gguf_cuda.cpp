@@ -21,6 +21,7 @@
 #include "plugins/quant-gguf/linear.hpp"
 #include "plugins/quant-gguf/plugin_state.hpp"
 #include "tests/gpu/gguf/abi_views.hpp"
+#include "tests/gpu/gguf/cuda_fixture.hpp"
 #include "tests/gpu/gguf/cuda_host.hpp"
 #include "tests/unit/gguf/random_blocks.hpp"
 
@@ -28,6 +29,7 @@ using namespace aph::gguf;
 using aph::gguf::test_gpu::linear_desc;
 using aph::gguf::test_gpu::view;
 using aph::gguf::test_gpu::weight_info;
+using aph::gguf::test_gpu::WithCuda;
 
 namespace {
 
@@ -38,25 +40,6 @@ struct Param {
 
 uint16_t to_act(float v, bool bf16) { return bf16 ? aph::f32_to_bf16(v) : aph::f32_to_f16(v); }
 float from_act(uint16_t h, bool bf16) { return bf16 ? aph::bf16_to_f32(h) : aph::f16_to_f32(h); }
-
-// A CUDA device (or a skip), the plugin state and a stream.
-template <class Base>
-class WithCuda : public Base {
- protected:
-  void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
-    services_ = test_gpu::cuda_services();
-    state_.services = &services_;
-    cudaStreamCreate(&stream_);
-  }
-  void TearDown() override {
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-  aph_host_services services_{};
-  PluginState state_;
-  cudaStream_t stream_ = nullptr;
-};
 
 class GgufCuda : public WithCuda<::testing::TestWithParam<Param>> {};
 using GgufCudaPlain = WithCuda<::testing::Test>;

@@ -21,9 +21,8 @@
 #include "core/common/tensor.hpp"
 #include "plugins/quant-gguf/container/ggml_types.hpp"
 #include "plugins/quant-gguf/linear.hpp"
-#include "plugins/quant-gguf/plugin_state.hpp"
 #include "tests/gpu/gguf/abi_views.hpp"
-#include "tests/gpu/gguf/cuda_host.hpp"
+#include "tests/gpu/gguf/cuda_fixture.hpp"
 #include "tests/unit/gguf/random_blocks.hpp"
 
 using namespace aph::gguf;
@@ -72,22 +71,7 @@ struct Case {
 
 size_t kv_bytes(aph_dtype d) { return d == APH_DTYPE_F8_E4M3 || d == APH_DTYPE_F8_E5M2 ? 1 : 2; }
 
-class QkvRopeKv : public ::testing::TestWithParam<Case> {
- protected:
-  void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
-    services_ = test_gpu::cuda_services();
-    state_.services = &services_;
-    cudaStreamCreate(&stream_);
-  }
-  void TearDown() override {
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-  aph_host_services services_{};
-  PluginState state_;
-  cudaStream_t stream_ = nullptr;
-};
+using QkvRopeKv = test_gpu::WithCuda<::testing::TestWithParam<Case>>;
 
 TEST_P(QkvRopeKv, EqualsProjectionThenKvWrite) {
   const Case c = GetParam();

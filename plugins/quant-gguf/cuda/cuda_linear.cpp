@@ -84,8 +84,6 @@ bool cta_quantization_enabled() {
   return on;
 }
 
-// A batch-1 projection group after a residual add norms its x itself (no
-// add_rms_norm launch); APH_GGUF_FUSED_NORM=0 leaves the norm to the host.
 // APH_GGUF_QKV_EPILOGUE (docs/CONFIG.md, on by default): the q/k/v matvec
 // rotates q and k and stores k and v into the KV cache itself
 // (linear_forward_qkv_rope_kv); off, the host runs its rope + KV write
@@ -95,6 +93,8 @@ bool qkv_epilogue_enabled() {
   return on;
 }
 
+// A batch-1 projection group after a residual add norms its x itself (no
+// add_rms_norm launch); APH_GGUF_FUSED_NORM=0 leaves the norm to the host.
 bool fused_norm_enabled() {
   static const bool on = env_flag("APH_GGUF_FUSED_NORM", true);
   return on;

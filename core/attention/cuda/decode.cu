@@ -194,10 +194,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
     cp_async_commit();
   };
 
-  // Launched as a dependent of the KV write (core/common/cuda_pdl.cuh): the
-  // block table and every cached token but this step's (ctx - 1, which that
-  // write stores) were complete before this step's first kernel, so the
-  // first tile streams in while the write and the rope before it finish.
+  // Launched as a dependent of the KV write (core/common/cuda_pdl.cuh; the
+  // host's kernel, or a quant plugin's q/k/v matvec that stores K/V itself:
+  // PagedAttentionArgs::kv_written): the block table and every cached token
+  // but this step's (ctx - 1, which that write stores) were complete before
+  // this step's first kernel, so the first tile streams in while the write
+  // and the rope before it finish.
   // q and the newest row are read only after the wait.
   const int fresh = ctx - 1;
   const bool fresh_in_first = n_tiles > 0 && fresh >= begin && fresh < min(end, begin + kTile);

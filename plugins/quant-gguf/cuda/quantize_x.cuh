@@ -162,14 +162,6 @@ __device__ __forceinline__ void quantize_slot8(const float (&v)[8], bool live, i
   if (slot % 2 == 0) dst.s[slot / 2] = dd * static_cast<float>(sum);
 }
 
-// One row of x = RMSNorm(residual + delta) * w quantized into dst by the
-// whole CTA (blockDim a multiple of 32), 8 elements a thread, in two passes
-// over the row: the sum of squares, then the normed values, each rounded to
-// T as the core's add_rms_norm rounds them. A thread keeps its first 8 sums
-// in registers for the second pass (a row of up to 8 * blockDim elements is
-// read once); later ones it reads again (from L1). With residual_out, the
-// first pass also stores the sums there. residual, delta, residual_out and w
-// 16-byte aligned, k a multiple of 32.
 // The norm weights of a thread's first slot (quantize_normed_row). They do
 // not depend on x, so the kernels load them before they wait for x's
 // producer, not with x after it. H200, bench/run.sh's configuration,
@@ -188,6 +180,14 @@ __device__ __forceinline__ FirstNormW first_norm_w(const float* w, int64_t k) {
   return f;
 }
 
+// One row of x = RMSNorm(residual + delta) * w quantized into dst by the
+// whole CTA (blockDim a multiple of 32), 8 elements a thread, in two passes
+// over the row: the sum of squares, then the normed values, each rounded to
+// T as the core's add_rms_norm rounds them. A thread keeps its first 8 sums
+// in registers for the second pass (a row of up to 8 * blockDim elements is
+// read once); later ones it reads again (from L1). With residual_out, the
+// first pass also stores the sums there. residual, delta, residual_out and w
+// 16-byte aligned, k a multiple of 32.
 template <typename T>
 __device__ __noinline__ void quantize_normed_row(const T* residual, const T* delta, const float* w, float eps,
                                                  T* residual_out, int64_t k, SmemX dst, FirstNormW first_w) {

@@ -25,16 +25,17 @@ bool pump(std::vector<std::unique_ptr<api::Generation>>& generations, const api:
     for (auto& g : generations) g->cancel();
   };
   while (remaining > 0) {
+    // Every round, not only when no event came: while tokens arrive faster
+    // than the timeout a non-streaming request writes nothing, so only this
+    // check notices that its client left.
+    if (out.client_gone()) {
+      cancel_all();
+      return false;
+    }
     for (size_t i = 0; i < generations.size(); ++i) {
       if (done[i]) continue;
       api::GenEvent event = generations[i]->next(timeout_ms);
-      if (event.kind == APH_EVENT_NONE) {
-        if (out.client_gone()) {
-          cancel_all();
-          return false;
-        }
-        continue;
-      }
+      if (event.kind == APH_EVENT_NONE) continue;
       if (event.kind == APH_EVENT_ERROR) {
         cancel_all();
         throw api::HttpError(api::http_status_for(static_cast<aph_status>(event.error_code), 429),

@@ -7,27 +7,21 @@
 #include <string>
 #include <vector>
 
+#include "core/attention/cpu/split_softmax.hpp"
 #include "core/attention/fp8.hpp"
 #include "core/common/thread_pool.hpp"
 #include "core/common/error.hpp"
 #include "core/common/half.hpp"
+#include "core/common/tensor.hpp"
 
 namespace aph::attention {
 namespace {
 
-// Query tokens per work item: long prefills spread over threads, while each
-// item still dequantizes its KV range only once.
-constexpr int32_t kQueryChunk = 32;
+using cpu::SplitSoftmax;
+using cpu::Unit;
 
-bool is_fp8(aph_dtype d) { return d == APH_DTYPE_F8_E4M3 || d == APH_DTYPE_F8_E5M2; }
-
-size_t kv_elem_size(aph_dtype d) {
-  switch (d) {
-    case APH_DTYPE_F32: return 4;
-    case APH_DTYPE_F16: case APH_DTYPE_BF16: return 2;
-    default: return 1;
-  }
-}
+// Below this many units a thread, splits become separate work items.
+constexpr size_t kUnitsPerThread = 4;
 
 void store_row(const float* src, void* dst, int32_t n, aph_dtype dtype, float scale) {
   switch (dtype) {
@@ -53,83 +47,9 @@ void store_row(const float* src, void* dst, int32_t n, aph_dtype dtype, float sc
   }
 }
 
-void load_row(const void* src, float* dst, int32_t n, aph_dtype dtype, float scale) {
-  switch (dtype) {
-    case APH_DTYPE_F32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
-    case APH_DTYPE_F16: {
-      auto* s = static_cast<const uint16_t*>(src);
-      for (int32_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
-      return;
-    }
-    case APH_DTYPE_BF16: {
-      auto* s = static_cast<const uint16_t*>(src);
-      for (int32_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
-      return;
-    }
-    default: {
-      const auto& table = fp8_table(dtype == APH_DTYPE_F8_E4M3 ? kE4M3 : kE5M2);
-      auto* s = static_cast<const uint8_t*>(src);
-      for (int32_t i = 0; i < n; ++i) dst[i] = table[s[i]] * scale;
-      return;
-    }
-  }
-}
 
-// Eight independent partial sums so the compiler can vectorize without
-// reassociating a single accumulator (no -ffast-math here).
-float dot(const float* a, const float* b, int32_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
-  }
-  float sum = 0;
-  for (; i < n; ++i) sum += a[i] * b[i];
-  for (int k = 0; k < 8; ++k) sum += acc[k];
-  return sum;
-}
-
-struct WorkItem {
-  int32_t seq;
-  int32_t kv_head;
-  int32_t q_begin;  // relative to the sequence's first query token
-  int32_t q_end;
-};
-
-}  // namespace
-
-void write_kv_cache_cpu(const PagedAttentionArgs& a) {
+void check_index_data(const PagedAttentionArgs& a) {
   const KvLayout& L = a.layout;
-  const int64_t total_slots = static_cast<int64_t>(L.num_blocks) * L.block_size;
-  for (int32_t t = 0; t < a.n_tokens; ++t) {
-    int64_t slot = a.slot_mapping[t];
-    if (slot >= total_slots) {
-      throw invalid_argument("slot_mapping[" + std::to_string(t) + "] = " + std::to_string(slot) +
-                             " is outside the cache (" + std::to_string(total_slots) + " slots)");
-    }
-  }
-  const int32_t row = L.num_kv_heads * L.head_dim;
-  const size_t esz = kv_elem_size(L.dtype);
-  const auto* k = static_cast<const float*>(a.k);
-  const auto* v = static_cast<const float*>(a.v);
-  auto* kc = static_cast<uint8_t*>(a.k_cache);
-  auto* vc = static_cast<uint8_t*>(a.v_cache);
-  aph::ThreadPool::shared().parallel_items(a.n_tokens, [&](int64_t t) {
-    int64_t slot = a.slot_mapping[t];
-    if (slot < 0) return;  // padding token: nothing to store
-    size_t off = static_cast<size_t>(slot) * row * esz;
-    store_row(k + t * row, kc + off, row, L.dtype, a.k_scale);
-    store_row(v + t * row, vc + off, row, L.dtype, a.v_scale);
-  });
-}
-
-void attention_cpu(const PagedAttentionArgs& a) {
-  const KvLayout& L = a.layout;
-  const int32_t hd = L.head_dim;
-  const int32_t group = a.num_heads / L.num_kv_heads;
-  std::vector<WorkItem> items;
   for (int32_t s = 0; s < a.n_seqs; ++s) {
     const std::string where = "sequence " + std::to_string(s);
     int32_t q0 = a.query_start[s], q1 = a.query_start[s + 1];
@@ -149,63 +69,86 @@ void attention_cpu(const PagedAttentionArgs& a) {
                                "] = " + std::to_string(blk) + " is not a cache block");
       }
     }
-    for (int32_t kvh = 0; kvh < L.num_kv_heads; ++kvh) {
-      for (int32_t i = 0; i < q1 - q0; i += kQueryChunk) {
-        items.push_back({s, kvh, i, std::min(i + kQueryChunk, q1 - q0)});
-      }
+  }
+}
+
+}  // namespace
+
+
+void write_kv_cache_cpu(const PagedAttentionArgs& a) {
+  const KvLayout& L = a.layout;
+  const int64_t total_slots = static_cast<int64_t>(L.num_blocks) * L.block_size;
+  for (int32_t t = 0; t < a.n_tokens; ++t) {
+    int64_t slot = a.slot_mapping[t];
+    if (slot >= total_slots) {
+      throw invalid_argument("slot_mapping[" + std::to_string(t) + "] = " + std::to_string(slot) +
+                             " is outside the cache (" + std::to_string(total_slots) + " slots)");
     }
   }
-  const size_t esz = kv_elem_size(L.dtype);
-  const float k_scale = is_fp8(L.dtype) ? a.k_scale : 1.0f;
-  const float v_scale = is_fp8(L.dtype) ? a.v_scale : 1.0f;
-  const auto* q = static_cast<const float*>(a.q);
-  auto* out = static_cast<float*>(a.out);
-  aph::ThreadPool::shared().parallel_items(static_cast<int64_t>(items.size()), [&](int64_t idx) {
-    const WorkItem& w = items[idx];
-    const int32_t q_start = a.query_start[w.seq];
-    const int32_t q_len = a.query_start[w.seq + 1] - q_start;
-    const int32_t ctx = a.context_lens[w.seq];
-    const int32_t first_pos = ctx - q_len;
-    const int32_t kv_len = first_pos + w.q_end;  // the last query sees up to here
-    const int32_t* table = a.block_tables + static_cast<int64_t>(w.seq) * a.max_blocks_per_seq;
-    thread_local std::vector<float> kbuf, vbuf, scores;
-    kbuf.resize(static_cast<size_t>(kv_len) * hd);
-    vbuf.resize(static_cast<size_t>(kv_len) * hd);
-    scores.resize(kv_len);
-    for (int32_t j = 0; j < kv_len; ++j) {
-      int64_t slot = static_cast<int64_t>(table[j / L.block_size]) * L.block_size + j % L.block_size;
-      size_t off = (static_cast<size_t>(slot) * L.num_kv_heads + w.kv_head) * hd * esz;
-      load_row(static_cast<const uint8_t*>(a.k_cache) + off, &kbuf[j * hd], hd, L.dtype, k_scale);
-      load_row(static_cast<const uint8_t*>(a.v_cache) + off, &vbuf[j * hd], hd, L.dtype, v_scale);
-    }
-    std::vector<float> acc(hd);
-    for (int32_t g = 0; g < group; ++g) {
-      const int32_t h = w.kv_head * group + g;
-      for (int32_t i = w.q_begin; i < w.q_end; ++i) {
-        const int64_t tok = q_start + i;
-        const float* qrow = q + (tok * a.num_heads + h) * hd;
-        const int32_t n = first_pos + i + 1;  // causal: positions [0, first_pos + i]
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int32_t j = 0; j < n; ++j) {
-          scores[j] = dot(qrow, &kbuf[j * hd], hd) * a.softmax_scale;
-          mx = std::max(mx, scores[j]);
-        }
-        float sum = 0;
-        for (int32_t j = 0; j < n; ++j) {
-          scores[j] = std::exp(scores[j] - mx);
-          sum += scores[j];
-        }
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int32_t j = 0; j < n; ++j) {
-          const float p = scores[j];
-          const float* vrow = &vbuf[j * hd];
-          for (int32_t d = 0; d < hd; ++d) acc[d] += p * vrow[d];
-        }
-        float* orow = out + (tok * a.num_heads + h) * hd;
-        const float inv = 1.0f / sum;
-        for (int32_t d = 0; d < hd; ++d) orow[d] = acc[d] * inv;
+  const int32_t row = L.num_kv_heads * L.head_dim;
+  const size_t esz = dtype_size(L.dtype);
+  const auto* k = static_cast<const float*>(a.k);
+  const auto* v = static_cast<const float*>(a.v);
+  auto* kc = static_cast<uint8_t*>(a.k_cache);
+  auto* vc = static_cast<uint8_t*>(a.v_cache);
+  aph::ThreadPool::shared().parallel_items(a.n_tokens, [&](int64_t t) {
+    int64_t slot = a.slot_mapping[t];
+    if (slot < 0) return;  // padding token: nothing to store
+    size_t off = static_cast<size_t>(slot) * row * esz;
+    store_row(k + t * row, kc + off, row, L.dtype, a.k_scale);
+    store_row(v + t * row, vc + off, row, L.dtype, a.v_scale);
+  });
+}
+
+void attention_cpu(const PagedAttentionArgs& a) { attention_cpu(a, CpuSplitWork::kAuto); }
+
+void attention_cpu(const PagedAttentionArgs& a, CpuSplitWork work) {
+  check_index_data(a);
+  const SplitSoftmax attention(a);
+  const std::vector<Unit> units = cpu::plan_units(a);
+  ThreadPool& pool = ThreadPool::shared();
+  const bool any_split = std::any_of(units.begin(), units.end(), [](const Unit& u) { return u.splits > 1; });
+  const bool in_order = work == CpuSplitWork::kAuto
+                            ? !any_split || units.size() >= kUnitsPerThread * static_cast<size_t>(pool.size())
+                            : work == CpuSplitWork::kInOrder;
+  if (in_order) {
+    // Enough units to fill the threads: each runs its splits in order.
+    pool.parallel_items(static_cast<int64_t>(units.size()), [&](int64_t idx) {
+      const Unit& u = units[idx];
+      thread_local std::vector<float> total_buf, part_buf;
+      float* total = cpu::scratch(total_buf, attention.state_floats(u));
+      float* part = cpu::scratch(part_buf, attention.state_floats(u));
+      attention.run_split(u, 0, total);
+      for (int32_t s = 1; s < u.splits; ++s) {
+        attention.run_split(u, s, part);
+        attention.merge_split(u, s, part, total);
       }
-    }
+      attention.write_out(u, total);
+    });
+    return;
+  }
+  // Few units (a decode of a few sequences): every split is a work item, and
+  // a second pass merges each unit's splits into its first split's state.
+  struct Item {
+    size_t unit;
+    int32_t split;
+  };
+  std::vector<Item> items;
+  std::vector<size_t> offset(units.size() + 1, 0);
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (int32_t s = 0; s < units[u].splits; ++s) items.push_back({u, s});
+    offset[u + 1] = offset[u] + attention.state_floats(units[u]) * units[u].splits;
+  }
+  std::vector<float> states(offset.back());
+  auto state_of = [&](size_t u, int32_t s) {
+    return states.data() + offset[u] + attention.state_floats(units[u]) * s;
+  };
+  pool.parallel_items(static_cast<int64_t>(items.size()), [&](int64_t idx) {
+    attention.run_split(units[items[idx].unit], items[idx].split, state_of(items[idx].unit, items[idx].split));
+  });
+  pool.parallel_items(static_cast<int64_t>(units.size()), [&](int64_t u) {
+    for (int32_t s = 1; s < units[u].splits; ++s) attention.merge_split(units[u], s, state_of(u, s), state_of(u, 0));
+    attention.write_out(units[u], state_of(u, 0));
   });
 }
 

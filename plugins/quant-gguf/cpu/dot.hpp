@@ -33,9 +33,6 @@ struct DotKernels {
   const char* name;
 };
 
-// CPUID + XGETBV check (compilers disagree on __builtin_cpu_supports names).
-bool cpu_has_avx2_fma_f16c();
-
 const DotKernels& dot_kernels();   // best for this CPU
 const DotKernels& portable_kernels();
 const DotKernels* avx2_kernels();  // nullptr when not built or not supported

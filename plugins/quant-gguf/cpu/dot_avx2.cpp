@@ -3,6 +3,8 @@
 // AVX2 code can leak into code paths of older CPUs through ODR merging.
 #include "plugins/quant-gguf/cpu/dot.hpp"
 
+#include "core/common/cpu_features.hpp"
+
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 
@@ -306,7 +308,7 @@ DotKernels::BlockDot block_dot(uint32_t type) {
 }  // namespace
 
 const DotKernels* avx2_kernels() {
-  static const bool ok = cpu_has_avx2_fma_f16c();
+  static const bool ok = aph::cpu_has_avx2_fma_f16c();
   static const DotKernels k{dot_g32, dot_g16, dot4_g32, dot4_g16, dot_f32, quantize_act, block_dot, "avx2"};
   return ok ? &k : nullptr;
 }

@@ -161,6 +161,35 @@ TEST(BatchInvariance, GreedyAloneEqualsInABatchOf64) {
   engine->shutdown();
 }
 
+// Contexts of several key splits (the CPU attention's 256 keys): a lone
+// decode runs its splits as separate work items, a batch runs each unit's in
+// order; the bits must agree. On an fp16 and an fp8 KV cache, which the CPU
+// engine also offers.
+TEST(BatchInvariance, LongContextsOnHalfAndFp8KvCaches) {
+  for (const char* kv : {"fp16", "fp8"}) {
+    TinyModel setup("cpu");
+    auto& cfg = setup.cfg;
+    cfg.max_model_len = 1024;
+    cfg.kv_cache_dtype = kv;
+    auto engine = aph::engine::Engine::create(cfg, setup.plugins.registry());
+    std::mt19937 rng(17);
+    std::vector<std::vector<int32_t>> prompts(6);
+    for (auto& p : prompts) {
+      p.resize(250 + rng() % 500);
+      for (auto& id : p) id = static_cast<int32_t>(rng() % 500);
+    }
+    const int max_tokens = 10;
+    const std::vector<Output> alone = one_at_a_time(engine->api(), prompts, max_tokens);
+    const std::vector<Output> batched = all_at_once(engine->api(), prompts, max_tokens);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_EQ(alone[i].tokens.size(), static_cast<size_t>(max_tokens)) << kv;
+      EXPECT_EQ(batched[i].tokens, alone[i].tokens) << kv << " request " << i;
+      EXPECT_EQ(batched[i].logprobs, alone[i].logprobs) << kv << " request " << i;
+    }
+    engine->shutdown();
+  }
+}
+
 // On CUDA (APH_TEST_DEVICE=cuda, the gpu-labelled ctest): a batch's kernels
 // may sum in another order than batch 1's, so a greedy request in a batch of
 // 64 can leave the lone run's path; the test prints how often (issue 5 asks

@@ -6,6 +6,7 @@
 #include "core/common/error.hpp"
 #include "core/common/half.hpp"
 #include "plugins/quant-gguf/container/ggml_types.hpp"
+#include "plugins/quant-gguf/cpu/block_scales.hpp"
 
 namespace aph::gguf {
 
@@ -25,8 +26,7 @@ constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 // package's order (d*sc first, then the min product).
 
 void unpack_q4_0(const uint8_t* blk, int8_t* q, float* a, float* b) {
-  a[0] = f16_at(blk);
-  b[0] = 0.0f;
+  scales_q4_0(blk, a, b, f16_at);
   for (int i = 0; i < 16; ++i) {
     q[i] = static_cast<int8_t>((blk[2 + i] & 15) - 8);
     q[i + 16] = static_cast<int8_t>((blk[2 + i] >> 4) - 8);
@@ -34,8 +34,7 @@ void unpack_q4_0(const uint8_t* blk, int8_t* q, float* a, float* b) {
 }
 
 void unpack_q4_1(const uint8_t* blk, int8_t* q, float* a, float* b) {
-  a[0] = f16_at(blk);
-  b[0] = f16_at(blk + 2);
+  scales_q4_1(blk, a, b, f16_at);
   for (int i = 0; i < 16; ++i) {
     q[i] = static_cast<int8_t>(blk[4 + i] & 15);
     q[i + 16] = static_cast<int8_t>(blk[4 + i] >> 4);
@@ -67,8 +66,7 @@ void unpack_q5_1(const uint8_t* blk, int8_t* q, float* a, float* b) {
 }
 
 void unpack_q8_0(const uint8_t* blk, int8_t* q, float* a, float* b) {
-  a[0] = f16_at(blk);
-  b[0] = 0.0f;
+  scales_q8_0(blk, a, b, f16_at);
   std::memcpy(q, blk + 2, 32);
 }
 
@@ -105,26 +103,9 @@ void unpack_q3_k(const uint8_t* blk, int8_t* q, float* a, float* b) {
   }
 }
 
-void scale_min_k4(int j, const uint8_t* S, int* sc, int* m) {
-  if (j < 4) {
-    *sc = S[j] & 63;
-    *m = S[j + 4] & 63;
-  } else {
-    *sc = (S[j + 4] & 15) | ((S[j - 4] >> 6) << 4);
-    *m = (S[j + 4] >> 4) | ((S[j] >> 6) << 4);
-  }
-}
-
 void unpack_q4_k(const uint8_t* blk, int8_t* q, float* a, float* b) {
-  float d = f16_at(blk), dmin = f16_at(blk + 2);
-  const uint8_t* S = blk + 4;
+  scales_q4_k(blk, a, b, f16_at);
   const uint8_t* qs = blk + 16;
-  for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    scale_min_k4(j, S, &sc, &m);
-    a[j] = d * static_cast<float>(sc);
-    b[j] = -(dmin * static_cast<float>(m));
-  }
   for (int c = 0; c < 4; ++c)
     for (int l = 0; l < 32; ++l) {
       q[64 * c + l] = static_cast<int8_t>(qs[32 * c + l] & 15);
@@ -152,14 +133,9 @@ void unpack_q5_k(const uint8_t* blk, int8_t* q, float* a, float* b) {
 }
 
 void unpack_q6_k(const uint8_t* blk, int8_t* q, float* a, float* b) {
+  scales_q6_k(blk, a, b, f16_at);
   const uint8_t* ql = blk;
   const uint8_t* qh = blk + 128;
-  const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
-  float d = f16_at(blk + 208);
-  for (int s = 0; s < 16; ++s) {
-    a[s] = d * static_cast<float>(scales[s]);
-    b[s] = 0.0f;
-  }
   for (int e = 0; e < 256; ++e) {
     int h = e / 128, u = (e / 32) % 4, l = e % 32;
     uint8_t byte = ql[64 * h + l + 32 * (u & 1)];

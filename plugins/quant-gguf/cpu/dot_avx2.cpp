@@ -1,12 +1,18 @@
 // Compiled with -mavx2 -mfma -mf16c (see CMakeLists.txt) and only entered
 // after a run-time CPU check. Kept free of inline library templates so no
-// AVX2 code can leak into code paths of older CPUs through ODR merging.
+// AVX2 code can leak into code paths of older CPUs through ODR merging
+// (block_scales.hpp has internal linkage for that reason).
 #include "plugins/quant-gguf/cpu/dot.hpp"
 
 #include "core/common/cpu_features.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+
+#include <vector>
+
+#include "plugins/quant-gguf/container/ggml_types.hpp"
+#include "plugins/quant-gguf/cpu/block_scales.hpp"
 
 namespace aph::gguf {
 
@@ -19,79 +25,197 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// 32 products w*x summed pairwise into 8 int32 lanes: lanes 0-3 cover bytes
-// 0-15 and lanes 4-7 bytes 16-31. maddubs wants unsigned*signed, so the sign
-// of w moves onto x.
-inline __m256i dot32(__m256i w, __m256i x) {
-  __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+inline float f16(const uint8_t* p) {
+  uint16_t h;
+  __builtin_memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
 }
 
-float dot_g32(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k) {
-  __m256 acc = _mm256_setzero_ps();
-  float accb = 0.0f;
-  for (int64_t g = 0; g < k / 32; ++g) {
-    __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * g));
-    __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * g));
-    __m256 s = _mm256_cvtepi32_ps(dot32(w, xv));
-    acc = _mm256_fmadd_ps(s, _mm256_set1_ps(a[g] * x.d[g]), acc);
-    accb += b[g] * (x.s16[2 * g] + x.s16[2 * g + 1]);
-  }
-  return hsum(acc) + accb;
+// ---- The canonical per-group fold, shared by both row-block kernels. ----
+
+// Lanes are the eight weight rows: acc += float(idot) * (a * dx), off += b * sx.
+inline void fold(__m256& acc, __m256& off, __m256i idot, __m256 a, __m256 b, float dx, float sx) {
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(idot), _mm256_mul_ps(a, _mm256_set1_ps(dx)), acc);
+  off = _mm256_fmadd_ps(b, _mm256_set1_ps(sx), off);
 }
 
-float dot_g16(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k) {
-  __m256 acc = _mm256_setzero_ps();
-  float accb = 0.0f;
-  for (int64_t g = 0; g < k / 32; ++g) {
-    __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * g));
-    __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * g));
-    __m256 s = _mm256_cvtepi32_ps(dot32(w, xv));
-    __m256 scale = _mm256_set_m128(_mm_set1_ps(a[2 * g + 1] * x.d[g]), _mm_set1_ps(a[2 * g] * x.d[g]));
-    acc = _mm256_fmadd_ps(s, scale, acc);
-    accb += b[2 * g] * x.s16[2 * g] + b[2 * g + 1] * x.s16[2 * g + 1];
-  }
-  return hsum(acc) + accb;
+inline float group_sum(const ActQ8& x, int64_t g, int group) {
+  return group == 16 ? x.s16[g] : x.s16[2 * g] + x.s16[2 * g + 1];
 }
 
-// Horizontal sums of four vectors at once: {hsum(v0), .., hsum(v3)}.
-inline __m128 hsum4(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
-  __m256 s01 = _mm256_hadd_ps(v0, v1), s23 = _mm256_hadd_ps(v2, v3);
-  __m256 s = _mm256_hadd_ps(s01, s23);
-  return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+// Lane i of *lo = the sum of v[i]'s lanes 0-3, of *hi = of its lanes 4-7
+// (exact: integers). For a 32-element partial, the two groups of 16.
+inline void reduce8_halves(const __m256i* v, __m256i* lo, __m256i* hi) {
+  const __m256i ab = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i cd = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  *lo = _mm256_permute2x128_si256(ab, cd, 0x20);
+  *hi = _mm256_permute2x128_si256(ab, cd, 0x31);
 }
 
-template <int G>
-void dot4(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  float accb[4] = {0, 0, 0, 0};
+// ---- Unpacked rows (any type): lanes are rows from the start. ----
+
+// R activation rows at once share each weight load. maddubs wants
+// unsigned * signed, so the sign of w moves onto x (|products| <= 128 * 127,
+// a pair fits int16).
+template <int R>
+void rows8_block(const Rows8& w, const ActQ8* x, int64_t k, float* out) {
+  const int G = w.group, chunks = G / 4;
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t g = 0; g < k / 32; ++g) {
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * g));
-    const __m256i wabs = _mm256_sign_epi8(w, w);
-    for (int r = 0; r < 4; ++r) {
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].q + 32 * g));
-      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xv, w)), ones);
-      __m256 scale;
-      if constexpr (G == 32) {
-        scale = _mm256_set1_ps(a[g] * x[r].d[g]);
-        accb[r] += b[g] * (x[r].s16[2 * g] + x[r].s16[2 * g + 1]);
-      } else {
-        scale = _mm256_set_m128(_mm_set1_ps(a[2 * g + 1] * x[r].d[g]), _mm_set1_ps(a[2 * g] * x[r].d[g]));
-        accb[r] += b[2 * g] * x[r].s16[2 * g] + b[2 * g + 1] * x[r].s16[2 * g + 1];
+  __m256 acc[R], off[R];
+  for (int r = 0; r < R; ++r) acc[r] = off[r] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < k / G; ++g) {
+    __m256i idot[R];
+    for (int r = 0; r < R; ++r) idot[r] = _mm256_setzero_si256();
+    for (int c = 0; c < chunks; ++c) {
+      const int64_t chunk = g * chunks + c;
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.q + chunk * 32));
+      const __m256i wabs = _mm256_sign_epi8(wv, wv);
+      for (int r = 0; r < R; ++r) {
+        int32_t four;
+        __builtin_memcpy(&four, x[r].q + chunk * 4, 4);
+        const __m256i xv = _mm256_sign_epi8(_mm256_set1_epi32(four), wv);
+        idot[r] = _mm256_add_epi32(idot[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, xv), ones));
       }
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc[r]);
     }
+    const __m256 a = _mm256_loadu_ps(w.a + g * 8), b = _mm256_loadu_ps(w.b + g * 8);
+    for (int r = 0; r < R; ++r) fold(acc[r], off[r], idot[r], a, b, x[r].d[g * G / 32], group_sum(x[r], g, G));
   }
-  __m128 s = _mm_add_ps(hsum4(acc[0], acc[1], acc[2], acc[3]), _mm_loadu_ps(accb));
-  _mm_storeu_ps(out, s);
+  for (int r = 0; r < R; ++r) _mm256_storeu_ps(out + r * 8, _mm256_add_ps(acc[r], off[r]));
 }
 
-void dot4_g32(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
-  dot4<32>(q, a, b, x, k, out);
+void rows8(const Rows8& w, const ActQ8* x, int64_t m, int64_t k, float* out) {
+  int64_t r = 0;
+  for (; r + 4 <= m; r += 4) rows8_block<4>(w, x + r, k, out + r * 8);
+  for (; r < m; ++r) rows8_block<1>(w, x + r, k, out + r * 8);
 }
-void dot4_g16(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
-  dot4<16>(q, a, b, x, k, out);
+
+// ---- Direct from ggml blocks: per row, 32-element partials; reduce8 turns
+// eight rows' partials into one vector of exact group sums. ----
+
+// Nibbles of 16 bytes as 32 unsigned codes: low nibbles are elements 0-15,
+// high nibbles 16-31 (the Q4_0 nibble order).
+inline __m256i nibbles(const uint8_t* qs) {
+  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low), _mm_and_si128(v, low));
+}
+
+// 32 unsigned codes (< 128) times 32 activations: lanes 0-3 hold elements
+// 0-15, lanes 4-7 elements 16-31.
+inline __m256i udot32(__m256i u, __m256i xv) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), _mm256_set1_epi16(1));
+}
+
+// Each block type: the codes of 32-element chunk c of a row as a partial
+// (above), the integer to subtract per group for codes stored with a bias
+// (times the group's activation sum), and its scales.
+struct Q4_0 {
+  static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = 18, kBias = 8;
+  static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
+    return udot32(nibbles(row + 18 * c + 2), xv);
+  }
+  static void scales(const uint8_t* blk, float* a, float* b) { scales_q4_0(blk, a, b, f16); }
+};
+
+struct Q4_1 {
+  static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = 20, kBias = 0;
+  static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
+    return udot32(nibbles(row + 20 * c + 4), xv);
+  }
+  static void scales(const uint8_t* blk, float* a, float* b) { scales_q4_1(blk, a, b, f16); }
+};
+
+struct Q8_0 {
+  static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = 34, kBias = 0;
+  static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 34 * c + 2));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w)),
+                             _mm256_set1_epi16(1));
+  }
+  static void scales(const uint8_t* blk, float* a, float* b) { scales_q8_0(blk, a, b, f16); }
+};
+
+// Sub-block j of 32: the low (even j) or high (odd j) nibbles of 32 bytes.
+struct Q4_K {
+  static constexpr int kGroup = 32, kBlockElems = 256, kBlockBytes = 144, kBias = 0;
+  static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
+    const int j = static_cast<int>(c % 8);
+    const __m256i v = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(row + 144 * (c / 8) + 16 + 32 * (j / 2)));
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    return udot32(j % 2 ? _mm256_and_si256(_mm256_srli_epi16(v, 4), low) : _mm256_and_si256(v, low), xv);
+  }
+  static void scales(const uint8_t* blk, float* a, float* b) { scales_q4_k(blk, a, b, f16); }
+};
+
+// Chunk u of half h: ql nibble | qh bits << 4, in [0, 63]; stored minus 32.
+struct Q6_K {
+  static constexpr int kGroup = 16, kBlockElems = 256, kBlockBytes = 210, kBias = 32;
+  static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
+    const uint8_t* blk = row + 210 * (c / 8);
+    const int h = static_cast<int>(c % 8) / 4, u = static_cast<int>(c % 4);
+    const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32 * (u & 1)));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+    const __m256i lo = _mm256_and_si256(u < 2 ? ql : _mm256_srli_epi16(ql, 4), _mm256_set1_epi8(0x0F));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * u), _mm256_set1_epi8(0x03));
+    return udot32(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), xv);
+  }
+  static void scales(const uint8_t* blk, float* a, float* b) { scales_q6_k(blk, a, b, f16); }
+};
+
+template <class T>
+void rows8_direct(const uint8_t* const* rows, const ActQ8* x, int64_t m, int64_t k, float* out) {
+  constexpr int G = T::kGroup, per_block = T::kBlockElems / G;
+  const int64_t groups = k / G;
+  // The eight rows' scales, lanes = rows, once for all activation rows.
+  thread_local std::vector<float> ab;
+  if (ab.size() < static_cast<size_t>(groups) * 16) ab.resize(groups * 16);
+  float* a8 = ab.data();
+  float* b8 = a8 + groups * 8;
+  for (int i = 0; i < 8; ++i)
+    for (int64_t blk = 0; blk < k / T::kBlockElems; ++blk) {
+      float a[per_block], b[per_block];
+      T::scales(rows[i] + blk * T::kBlockBytes, a, b);
+      for (int s = 0; s < per_block; ++s) {
+        a8[(blk * per_block + s) * 8 + i] = a[s];
+        b8[(blk * per_block + s) * 8 + i] = b[s];
+      }
+    }
+  for (int64_t r = 0; r < m; ++r) {
+    const ActQ8& xr = x[r];
+    __m256 acc = _mm256_setzero_ps(), off = _mm256_setzero_ps();
+    for (int64_t c = 0; c < k / 32; ++c) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr.q + 32 * c));
+      __m256i v[8];
+      for (int i = 0; i < 8; ++i) v[i] = T::partial(rows[i], c, xv);
+      // Groups of this chunk: one of 32, or two of 16 (lanes 0-3, 4-7).
+      __m256i sums[2];
+      reduce8_halves(v, &sums[0], &sums[1]);
+      if constexpr (G == 32) sums[0] = _mm256_add_epi32(sums[0], sums[1]);
+      for (int h = 0; h < 32 / G; ++h) {
+        const int64_t g = c * (32 / G) + h;
+        __m256i idot = sums[h];
+        if constexpr (T::kBias != 0) {
+          const int32_t xsum = G == 16 ? xr.sum16[g] : xr.sum16[2 * g] + xr.sum16[2 * g + 1];
+          idot = _mm256_sub_epi32(idot, _mm256_set1_epi32(T::kBias * xsum));
+        }
+        fold(acc, off, idot, _mm256_loadu_ps(a8 + g * 8), _mm256_loadu_ps(b8 + g * 8), xr.d[g * G / 32],
+             group_sum(xr, g, G));
+      }
+    }
+    _mm256_storeu_ps(out + r * 8, _mm256_add_ps(acc, off));
+  }
+}
+
+DotKernels::Rows8Direct direct_for(uint32_t type) {
+  switch (type) {
+    case kQ4_0: return rows8_direct<Q4_0>;
+    case kQ4_1: return rows8_direct<Q4_1>;
+    case kQ8_0: return rows8_direct<Q8_0>;
+    case kQ4_K: return rows8_direct<Q4_K>;
+    case kQ6_K: return rows8_direct<Q6_K>;
+    default: return nullptr;
+  }
 }
 
 float dot_f32(const float* w, const float* x, int64_t k) {
@@ -106,7 +230,7 @@ float dot_f32(const float* w, const float* x, int64_t k) {
   return acc;
 }
 
-void quantize_act(const float* x, int8_t* q, float* d, float* s16, int64_t k) {
+void quantize_act(const float* x, int8_t* q, float* d, float* s16, int32_t* sum16, int64_t k) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t blk = 0; blk < k / 32; ++blk) {
     const float* xb = x + 32 * blk;
@@ -140,168 +264,10 @@ void quantize_act(const float* x, int8_t* q, float* d, float* s16, int64_t k) {
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * blk), p);
     d[blk] = scale;
-    s16[2 * blk] = scale * static_cast<float>(_mm_cvtsi128_si32(h0));
-    s16[2 * blk + 1] = scale * static_cast<float>(_mm_extract_epi32(h0, 1));
-  }
-}
-
-inline float f16(const uint8_t* p) {
-  uint16_t h;
-  __builtin_memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-// Nibbles of 16 bytes as 32 unsigned codes: low nibbles are elements 0-15,
-// high nibbles 16-31 (the Q4_0 nibble order).
-inline __m256i nibbles(const uint8_t* qs) {
-  __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i low = _mm_set1_epi8(0x0F);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low), _mm_and_si128(v, low));
-}
-
-inline __m256 udot32(__m256i w_unsigned, const int8_t* xq) {
-  __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
-  __m256i p = _mm256_maddubs_epi16(w_unsigned, xv);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
-}
-
-// w = d*(q-8): d*dx*dot(q, xq) - 8*d*sum(x).
-float dot_q4_0(const uint8_t* row, ActQ8 x, int64_t k) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  float accb = 0.0f;
-  int64_t nb = k / 32, b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const uint8_t* b0 = row + 18 * b;
-    const uint8_t* b1 = b0 + 18;
-    float d0 = f16(b0), d1 = f16(b1);
-    acc0 = _mm256_fmadd_ps(udot32(nibbles(b0 + 2), x.q + 32 * b), _mm256_set1_ps(d0 * x.d[b]), acc0);
-    acc1 = _mm256_fmadd_ps(udot32(nibbles(b1 + 2), x.q + 32 * b + 32), _mm256_set1_ps(d1 * x.d[b + 1]), acc1);
-    accb += d0 * (x.s16[2 * b] + x.s16[2 * b + 1]) + d1 * (x.s16[2 * b + 2] + x.s16[2 * b + 3]);
-  }
-  for (; b < nb; ++b) {
-    const uint8_t* b0 = row + 18 * b;
-    float d0 = f16(b0);
-    acc0 = _mm256_fmadd_ps(udot32(nibbles(b0 + 2), x.q + 32 * b), _mm256_set1_ps(d0 * x.d[b]), acc0);
-    accb += d0 * (x.s16[2 * b] + x.s16[2 * b + 1]);
-  }
-  return hsum(_mm256_add_ps(acc0, acc1)) - 8.0f * accb;
-}
-
-// w = d*q + m: d*dx*dot(q, xq) + m*sum(x).
-float dot_q4_1(const uint8_t* row, ActQ8 x, int64_t k) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  float accb = 0.0f;
-  int64_t nb = k / 32, b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const uint8_t* b0 = row + 20 * b;
-    const uint8_t* b1 = b0 + 20;
-    acc0 = _mm256_fmadd_ps(udot32(nibbles(b0 + 4), x.q + 32 * b), _mm256_set1_ps(f16(b0) * x.d[b]), acc0);
-    acc1 = _mm256_fmadd_ps(udot32(nibbles(b1 + 4), x.q + 32 * b + 32),
-                           _mm256_set1_ps(f16(b1) * x.d[b + 1]), acc1);
-    accb += f16(b0 + 2) * (x.s16[2 * b] + x.s16[2 * b + 1]) +
-            f16(b1 + 2) * (x.s16[2 * b + 2] + x.s16[2 * b + 3]);
-  }
-  for (; b < nb; ++b) {
-    const uint8_t* b0 = row + 20 * b;
-    acc0 = _mm256_fmadd_ps(udot32(nibbles(b0 + 4), x.q + 32 * b), _mm256_set1_ps(f16(b0) * x.d[b]), acc0);
-    accb += f16(b0 + 2) * (x.s16[2 * b] + x.s16[2 * b + 1]);
-  }
-  return hsum(_mm256_add_ps(acc0, acc1)) + accb;
-}
-
-float dot_q8_0(const uint8_t* row, ActQ8 x, int64_t k) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t nb = k / 32, b = 0;
-  auto one = [&](int64_t i, __m256 acc) {
-    const uint8_t* blk = row + 34 * i;
-    __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-    __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * i));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32(w, xv)), _mm256_set1_ps(f16(blk) * x.d[i]), acc);
-  };
-  for (; b + 2 <= nb; b += 2) {
-    acc0 = one(b, acc0);
-    acc1 = one(b + 1, acc1);
-  }
-  for (; b < nb; ++b) acc0 = one(b, acc0);
-  return hsum(_mm256_add_ps(acc0, acc1));
-}
-
-inline int scale_min(int j, const uint8_t* S, int* m) {
-  if (j < 4) {
-    *m = S[j + 4] & 63;
-    return S[j] & 63;
-  }
-  *m = (S[j + 4] >> 4) | ((S[j] >> 6) << 4);
-  return (S[j + 4] & 15) | ((S[j - 4] >> 6) << 4);
-}
-
-// Q4_K: per sub-block j, w = d*sc_j*q - dmin*m_j with q the low (even j) or
-// high (odd j) nibbles of 32 bytes.
-float dot_q4_k(const uint8_t* row, ActQ8 x, int64_t k) {
-  __m256 acc = _mm256_setzero_ps();
-  float accm = 0.0f;
-  const __m256i low = _mm256_set1_epi8(0x0F);
-  for (int64_t b = 0; b < k / 256; ++b) {
-    const uint8_t* blk = row + 144 * b;
-    const float d = f16(blk), dmin = f16(blk + 2);
-    const uint8_t* S = blk + 4;
-    for (int c = 0; c < 4; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
-      for (int t = 0; t < 2; ++t) {
-        const int j = 2 * c + t;
-        const int64_t xb = 8 * b + j;  // activation block of 32
-        int m;
-        const int sc = scale_min(j, S, &m);
-        const __m256i q = t ? _mm256_and_si256(_mm256_srli_epi16(v, 4), low) : _mm256_and_si256(v, low);
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * xb));
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), _mm256_set1_epi16(1));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * static_cast<float>(sc) * x.d[xb]), acc);
-        accm += dmin * static_cast<float>(m) * (x.s16[2 * xb] + x.s16[2 * xb + 1]);
-      }
-    }
-  }
-  return hsum(acc) - accm;
-}
-
-// Q6_K: q = (ql nibble | qh bits << 4) in [0, 63], w = d*sc_g*(q - 32) per
-// group of 16; the -32 is folded in through the activation sums.
-float dot_q6_k(const uint8_t* row, ActQ8 x, int64_t k) {
-  __m256 acc = _mm256_setzero_ps();
-  float acc32 = 0.0f;
-  const __m256i low = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x03);
-  for (int64_t b = 0; b < k / 256; ++b) {
-    const uint8_t* blk = row + 210 * b;
-    const float d = f16(blk + 208);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
-      for (int u = 0; u < 4; ++u) {
-        const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32 * (u & 1)));
-        const __m256i lo = _mm256_and_si256(u < 2 ? ql : _mm256_srli_epi16(ql, 4), low);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * u), two);
-        const __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-        const int64_t xb = 8 * b + 4 * h + u;
-        const int g = 8 * h + 2 * u;  // first group of 16
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + 32 * xb));
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), _mm256_set1_epi16(1));
-        const float s0 = d * static_cast<float>(sc[g]), s1 = d * static_cast<float>(sc[g + 1]);
-        const __m256 scale = _mm256_set_m128(_mm_set1_ps(s1 * x.d[xb]), _mm_set1_ps(s0 * x.d[xb]));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc);
-        acc32 += s0 * x.s16[2 * xb] + s1 * x.s16[2 * xb + 1];
-      }
-    }
-  }
-  return hsum(acc) - 32.0f * acc32;
-}
-
-DotKernels::BlockDot block_dot(uint32_t type) {
-  switch (type) {
-    case 2: return dot_q4_0;
-    case 3: return dot_q4_1;
-    case 8: return dot_q8_0;
-    case 12: return dot_q4_k;
-    case 14: return dot_q6_k;
-    default: return nullptr;
+    sum16[2 * blk] = _mm_cvtsi128_si32(h0);
+    sum16[2 * blk + 1] = _mm_extract_epi32(h0, 1);
+    s16[2 * blk] = scale * static_cast<float>(sum16[2 * blk]);
+    s16[2 * blk + 1] = scale * static_cast<float>(sum16[2 * blk + 1]);
   }
 }
 
@@ -309,7 +275,7 @@ DotKernels::BlockDot block_dot(uint32_t type) {
 
 const DotKernels* avx2_kernels() {
   static const bool ok = aph::cpu_has_avx2_fma_f16c();
-  static const DotKernels k{dot_g32, dot_g16, dot4_g32, dot4_g16, dot_f32, quantize_act, block_dot, "avx2"};
+  static const DotKernels k{rows8, direct_for, dot_f32, quantize_act, "avx2"};
   return ok ? &k : nullptr;
 }
 

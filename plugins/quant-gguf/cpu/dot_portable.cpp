@@ -6,30 +6,30 @@ namespace aph::gguf {
 
 namespace {
 
-float dot_g(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k, int group) {
-  float acc = 0.0f;
-  for (int64_t g = 0; g < k / group; ++g) {
-    int32_t isum = 0;
-    for (int i = 0; i < group; ++i) isum += q[g * group + i] * x.q[g * group + i];
-    float sx = group == 16 ? x.s16[g] : x.s16[2 * g] + x.s16[2 * g + 1];
-    acc += a[g] * x.d[g * group / 32] * static_cast<float>(isum) + b[g] * sx;
-  }
-  return acc;
+// The weight offset's activation sum of group g.
+float group_sum(const ActQ8& x, int64_t g, int group) {
+  return group == 16 ? x.s16[g] : x.s16[2 * g] + x.s16[2 * g + 1];
 }
 
-float dot_g32(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k) {
-  return dot_g(q, a, b, x, k, 32);
-}
-float dot_g16(const int8_t* q, const float* a, const float* b, ActQ8 x, int64_t k) {
-  return dot_g(q, a, b, x, k, 16);
+void rows8(const Rows8& w, const ActQ8* x, int64_t m, int64_t k, float* out) {
+  const int G = w.group;
+  for (int64_t r = 0; r < m; ++r)
+    for (int i = 0; i < 8; ++i) {
+      float acc = 0.0f, off = 0.0f;
+      for (int64_t g = 0; g < k / G; ++g) {
+        int32_t isum = 0;
+        for (int e = 0; e < G; ++e) {
+          const int64_t at = g * G + e;
+          isum += w.q[((at / 4) * 8 + i) * 4 + at % 4] * x[r].q[at];
+        }
+        acc += static_cast<float>(isum) * (w.a[g * 8 + i] * x[r].d[g * G / 32]);
+        off += w.b[g * 8 + i] * group_sum(x[r], g, G);
+      }
+      out[r * 8 + i] = acc + off;
+    }
 }
 
-void dot4_g32(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
-  for (int r = 0; r < 4; ++r) out[r] = dot_g(q, a, b, x[r], k, 32);
-}
-void dot4_g16(const int8_t* q, const float* a, const float* b, const ActQ8* x, int64_t k, float* out) {
-  for (int r = 0; r < 4; ++r) out[r] = dot_g(q, a, b, x[r], k, 16);
-}
+DotKernels::Rows8Direct no_direct(uint32_t) { return nullptr; }
 
 float dot_f32(const float* w, const float* x, int64_t k) {
   float acc = 0.0f;
@@ -37,7 +37,7 @@ float dot_f32(const float* w, const float* x, int64_t k) {
   return acc;
 }
 
-void quantize_act(const float* x, int8_t* q, float* d, float* s16, int64_t k) {
+void quantize_act(const float* x, int8_t* q, float* d, float* s16, int32_t* sum16, int64_t k) {
   for (int64_t blk = 0; blk < k / 32; ++blk) {
     const float* xb = x + 32 * blk;
     float amax = 0.0f;
@@ -51,18 +51,17 @@ void quantize_act(const float* x, int8_t* q, float* d, float* s16, int64_t k) {
       sums[i / 16] += v;
     }
     d[blk] = scale;
-    s16[2 * blk] = scale * static_cast<float>(sums[0]);
-    s16[2 * blk + 1] = scale * static_cast<float>(sums[1]);
+    for (int h = 0; h < 2; ++h) {
+      s16[2 * blk + h] = scale * static_cast<float>(sums[h]);
+      sum16[2 * blk + h] = sums[h];
+    }
   }
 }
-
-DotKernels::BlockDot no_block_dot(uint32_t) { return nullptr; }
 
 }  // namespace
 
 const DotKernels& portable_kernels() {
-  static const DotKernels k{dot_g32, dot_g16, dot4_g32, dot4_g16, dot_f32, quantize_act, no_block_dot,
-                            "portable"};
+  static const DotKernels k{rows8, no_direct, dot_f32, quantize_act, "portable"};
   return k;
 }
 

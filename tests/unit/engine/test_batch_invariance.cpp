@@ -107,6 +107,17 @@ std::vector<Output> all_at_once(const aph_engine_api* api, const std::vector<std
   return out;
 }
 
+// The tiny checkpoint quantized by the project's quantizer into one GGUF
+// file of `type` (its head Q6_K), beside the checkpoint.
+fs::path quantize_tiny_model(const fs::path& hf_dir, const std::string& type) {
+  const fs::path tool = fs::path(env("APH_BUILD_DIR", "build")) / "bin/aphrodite-quantize";
+  const fs::path out = hf_dir / ("tiny-" + type + ".gguf");
+  const std::string cmd = tool.string() + " --type " + type + " " + hf_dir.string() + " " + out.string() +
+                          " > /dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("quantizing failed: " + cmd);
+  return out;
+}
+
 // The tiny checkpoint, its plugins and an engine config for 64 sequences.
 struct TinyModel {
   fs::path model = make_tiny_model();
@@ -159,6 +170,28 @@ TEST(BatchInvariance, GreedyAloneEqualsInABatchOf64) {
     EXPECT_GT(engine->stats().overlapped_steps, 0u);
   }
   engine->shutdown();
+}
+
+// A GGUF model on the CPU takes the integer kernels: a lone decode reads the
+// blocks directly (Q4_0), a batch of 64 unpacks them; Q5_K unpacks always.
+// Either way a row's bits must not change.
+TEST(BatchInvariance, GgufGreedyAloneEqualsInABatchOf64) {
+  for (const char* type : {"Q4_0", "Q5_K"}) {
+    TinyModel setup("cpu");
+    auto& cfg = setup.cfg;
+    cfg.model_path = quantize_tiny_model(setup.model, type).string();
+    auto engine = aph::engine::Engine::create(cfg, setup.plugins.registry());
+    const auto prompts = random_prompts();
+    const int max_tokens = 12;
+    const std::vector<Output> alone = one_at_a_time(engine->api(), prompts, max_tokens);
+    const std::vector<Output> batched = all_at_once(engine->api(), prompts, max_tokens);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_EQ(alone[i].tokens.size(), static_cast<size_t>(max_tokens)) << type;
+      EXPECT_EQ(batched[i].tokens, alone[i].tokens) << type << " request " << i;
+      EXPECT_EQ(batched[i].logprobs, alone[i].logprobs) << type << " request " << i;
+    }
+    engine->shutdown();
+  }
 }
 
 // Contexts of several key splits (the CPU attention's 256 keys): a lone

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 
 #include "core/common/error.hpp"
 #include "plugins/quant-gguf/cpu/dequant.hpp"
@@ -85,47 +87,122 @@ TEST(LinearCpu, UnpackReproducesDequantize) {
   }
 }
 
+// Eight rows of `type` unpacked and interleaved as Rows8 wants them.
+struct Unpacked8 {
+  std::vector<int8_t> q;
+  std::vector<float> a, b;
+  int group;
+  Unpacked8(uint32_t type, const uint8_t* w, uint64_t row_bytes, int64_t k)
+      : q(k * 8), group(unpack_group(type)) {
+    const int64_t groups = k / group;
+    a.resize(groups * 8);
+    b.resize(groups * 8);
+    std::vector<int8_t> rq(k);
+    std::vector<float> ra(groups), rb(groups);
+    for (int i = 0; i < 8; ++i) {
+      unpack_row_i8(type, w + i * row_bytes, rq.data(), ra.data(), rb.data(), k);
+      for (int64_t c = 0; c < k / 4; ++c)
+        for (int e = 0; e < 4; ++e) q[(c * 8 + i) * 4 + e] = rq[c * 4 + e];
+      for (int64_t g = 0; g < groups; ++g) {
+        a[g * 8 + i] = ra[g];
+        b[g * 8 + i] = rb[g];
+      }
+    }
+  }
+  Rows8 view() const { return Rows8{q.data(), a.data(), b.data(), group}; }
+};
+
+// m activation rows quantized by `kern`.
+struct Acts {
+  std::vector<int8_t> q;
+  std::vector<float> d, s;
+  std::vector<int32_t> sum;
+  std::vector<ActQ8> rows;
+  Acts(const DotKernels& kern, int64_t m, int64_t k, uint32_t seed) : q(m * k), d(m * k / 32), s(m * k / 16), sum(m * k / 16) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    std::vector<float> x(k);
+    for (int64_t i = 0; i < m; ++i) {
+      for (auto& v : x) v = normal(rng);
+      kern.quantize_act(x.data(), &q[i * k], &d[i * k / 32], &s[i * k / 16], &sum[i * k / 16], k);
+      rows.push_back({&q[i * k], &d[i * k / 32], &s[i * k / 16], &sum[i * k / 16]});
+    }
+  }
+};
+
 TEST(LinearCpu, KernelSetsAgree) {
   const DotKernels* avx = avx2_kernels();
   if (!avx) GTEST_SKIP() << "no AVX2 on this CPU";
   const DotKernels& port = portable_kernels();
-  const int64_t k = 1024;
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal(0.0f, 2.0f);
-  std::vector<float> x(k), w(k);
-  for (auto& v : x) v = normal(rng);
+  const int64_t k = 1024, m = 5;
+  const Acts xa(*avx, m, k, 3), xp(port, m, k, 3);
+  EXPECT_EQ(xa.q, xp.q);
+  EXPECT_EQ(xa.d, xp.d);
+  EXPECT_EQ(xa.s, xp.s);
+  EXPECT_EQ(xa.sum, xp.sum);
+  std::vector<float> w(k), x(k);
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
   for (auto& v : w) v = normal(rng);
-  std::vector<int8_t> q1(k), q2(k);
-  std::vector<float> d1(k / 32), d2(k / 32), s1(k / 16), s2(k / 16);
-  avx->quantize_act(x.data(), q1.data(), d1.data(), s1.data(), k);
-  port.quantize_act(x.data(), q2.data(), d2.data(), s2.data(), k);
-  EXPECT_EQ(q1, q2);
-  EXPECT_EQ(d1, d2);
-  EXPECT_EQ(s1, s2);
+  for (auto& v : x) v = normal(rng);
   EXPECT_NEAR(avx->dot_f32(w.data(), x.data(), k), port.dot_f32(w.data(), x.data(), k), 1e-3);
-  auto wq = test_data::random_rows(kQ6_K, 1, k, 5);
-  std::vector<int8_t> cq(k);
-  std::vector<float> a(k / 16), b(k / 16);
-  unpack_row_i8(kQ6_K, wq.data(), cq.data(), a.data(), b.data(), k);
-  ActQ8 act{q1.data(), d1.data(), s1.data()};
-  float r1 = avx->dot_g16(cq.data(), a.data(), b.data(), act, k);
-  float r2 = port.dot_g16(cq.data(), a.data(), b.data(), act, k);
-  EXPECT_NEAR(r1, r2, 1e-4 * (std::fabs(r2) + 1));
-  // The 4-row kernels equal four single dots (rows 0 and 2 share x).
-  const ActQ8 acts[4] = {act, ActQ8{q2.data(), d2.data(), s2.data()}, act, ActQ8{q2.data(), d2.data(), s2.data()}};
-  float out_avx[4], out_port[4];
-  avx->dot4_g16(cq.data(), a.data(), b.data(), acts, k, out_avx);
-  port.dot4_g16(cq.data(), a.data(), b.data(), acts, k, out_port);
-  for (int r = 0; r < 4; ++r) {
-    EXPECT_NEAR(out_avx[r], port.dot_g16(cq.data(), a.data(), b.data(), acts[r], k), 1e-4 * (std::fabs(r2) + 1));
-    EXPECT_NEAR(out_port[r], port.dot_g16(cq.data(), a.data(), b.data(), acts[r], k), 1e-6 * (std::fabs(r2) + 1));
+  // Groups of 16 and of 32; signed (Q8_0, Q6_K) and unsigned codes. Only
+  // the float rounding differs (FMA against multiply-add).
+  for (uint32_t t : {kQ6_K, kQ4_K, kQ8_0, kQ4_1}) {
+    auto wq = test_data::random_rows(t, 8, k, 5 + t);
+    const Unpacked8 u(t, wq.data(), wq.size() / 8, k);
+    std::vector<float> out_avx(m * 8), out_port(m * 8);
+    avx->rows8(u.view(), xa.rows.data(), m, k, out_avx.data());
+    port.rows8(u.view(), xa.rows.data(), m, k, out_port.data());
+    for (int64_t i = 0; i < m * 8; ++i)
+      EXPECT_NEAR(out_avx[i], out_port[i], 1e-4 * (std::fabs(out_port[i]) + 1)) << type_name(t) << " " << i;
   }
-  auto w32 = test_data::random_rows(kQ4_K, 1, k, 6);
-  unpack_row_i8(kQ4_K, w32.data(), cq.data(), a.data(), b.data(), k);
-  avx->dot4_g32(cq.data(), a.data(), b.data(), acts, k, out_avx);
-  for (int r = 0; r < 4; ++r) {
-    float ref = port.dot_g32(cq.data(), a.data(), b.data(), acts[r], k);
-    EXPECT_NEAR(out_avx[r], ref, 1e-4 * (std::fabs(ref) + 1));
+}
+
+// The direct kernels against the unpacked one on the same activations: the
+// same bits (the batch invariance of the CPU linear rests on it).
+TEST(LinearCpu, DirectKernelsGiveTheUnpackedKernelsBits) {
+  const DotKernels& kern = dot_kernels();
+  const int64_t k = 1024, m = 5;
+  const Acts x(kern, m, k, 9);
+  int direct_types = 0;
+  for (uint32_t t : test_data::all_types()) {
+    auto direct = kern.rows8_direct(t);
+    if (!direct) continue;
+    ++direct_types;
+    auto w = test_data::random_rows(t, 8, k, 17 + t);
+    const uint64_t row_bytes = w.size() / 8;
+    const Unpacked8 u(t, w.data(), row_bytes, k);
+    const uint8_t* rows[8];
+    for (int i = 0; i < 8; ++i) rows[i] = w.data() + i * row_bytes;
+    std::vector<float> got(m * 8), want(m * 8);
+    direct(rows, x.rows.data(), m, k, got.data());
+    kern.rows8(u.view(), x.rows.data(), m, k, want.data());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << type_name(t);
+  }
+  if (avx2_kernels()) {
+    EXPECT_EQ(direct_types, 5);
+  }
+}
+
+// Row i of a batch of 20 equals the same row alone, bit for bit, for every
+// type: alone takes the direct kernel (where the type has one), the batch
+// the unpacked one; rows 37 (not a multiple of 8) leave a partial block.
+TEST(LinearCpu, ARowGivesTheSameBitsInAnyBatch) {
+  const int64_t k = 512, n = 37, m = 20;
+  for (uint32_t t : test_data::all_types()) {
+    if (is_float_type(t)) continue;
+    auto w = test_data::random_rows(t, n, k, 31 + t);
+    CpuLinear lin(t, k, n, w.data(), {}, false);
+    std::mt19937 rng(8);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(m * k), batch(m * n), alone(n);
+    for (auto& v : x) v = normal(rng);
+    lin.forward(x.data(), m, batch.data());
+    for (int64_t i = 0; i < m; i += 7) {
+      lin.forward(x.data() + i * k, 1, alone.data());
+      EXPECT_EQ(std::memcmp(alone.data(), batch.data() + i * n, n * 4), 0) << type_name(t) << " row " << i;
+    }
   }
 }
 
@@ -144,39 +221,4 @@ TEST(LinearCpu, GetRowsAndBadIds) {
   EXPECT_THROW(lin.get_rows(&bad, 1, out.data()), aph::Error);
   EXPECT_THROW(CpuLinear(kQ4_K, 100, n, w.data(), {}, false), aph::Error);
   EXPECT_THROW(CpuLinear(16 /*IQ2_XXS*/, 256, n, w.data(), {}, false), aph::Error);
-}
-
-// The fused block kernels against the generic unpack + dot on the same int8
-// activations: only the summation order differs.
-TEST(LinearCpu, FusedBlockKernelsMatchUnpackPath) {
-  const DotKernels& kern = dot_kernels();
-  const int64_t k = 1024;
-  std::mt19937 rng(9);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(k);
-  for (auto& v : x) v = normal(rng);
-  std::vector<int8_t> xq(k);
-  std::vector<float> xd(k / 32), xs(k / 16);
-  kern.quantize_act(x.data(), xq.data(), xd.data(), xs.data(), k);
-  ActQ8 act{xq.data(), xd.data(), xs.data()};
-  int fused_types = 0;
-  for (uint32_t t : test_data::all_types()) {
-    auto fused = kern.block_dot(t);
-    if (!fused) continue;
-    ++fused_types;
-    auto w = test_data::random_rows(t, 4, k, 17 + t);
-    const uint64_t row_bytes = w.size() / 4;
-    const int g = unpack_group(t);
-    std::vector<int8_t> q(k);
-    std::vector<float> a(k / 16), b(k / 16);
-    for (int r = 0; r < 4; ++r) {
-      unpack_row_i8(t, w.data() + r * row_bytes, q.data(), a.data(), b.data(), k);
-      float ref = (g == 16 ? kern.dot_g16 : kern.dot_g32)(q.data(), a.data(), b.data(), act, k);
-      float got = fused(w.data() + r * row_bytes, act, k);
-      EXPECT_NEAR(got, ref, 1e-4f * (std::fabs(ref) + 1.0f)) << type_name(t) << " row " << r;
-    }
-  }
-  if (avx2_kernels()) {
-    EXPECT_EQ(fused_types, 5);
-  }
 }

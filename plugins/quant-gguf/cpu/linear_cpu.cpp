@@ -12,7 +12,10 @@
 namespace aph::gguf {
 
 namespace {
-constexpr int64_t kDirectMaxRows = 12;
+// gguf_cpu_bench: the direct kernel costs about the same per activation row
+// at any batch, the unpacked one pays the unpacking of eight rows once per
+// batch; they cross near 128 rows (Q4_1, Q4_K and Q6_K alike, this machine).
+constexpr int64_t kDirectMaxRows = 64;
 }  // namespace
 
 CpuLinear::CpuLinear(uint32_t ggml_type, int64_t k, int64_t n, const uint8_t* weight,
@@ -84,10 +87,9 @@ void CpuLinear::forward_int8(const float* x, int64_t m, float* y, int64_t j0, in
                       xsum.data() + i * k_ / 16, k_);
     acts[i] = {xq.data() + i * k_, xd.data() + i * k_ / 32, xs.data() + i * k_ / 16, xsum.data() + i * k_ / 16};
   }
-  // Small batches of the hottest types read the blocks directly; unpacking
-  // eight rows costs about as much as six direct passes over them (measured
-  // on the 135M model's shapes), so larger batches unpack. Both give the same
-  // bits (dot.hpp).
+  // Batches up to kDirectMaxRows of the hottest types read the blocks
+  // directly; larger ones (prefill) unpack eight rows once for all of them.
+  // Both give the same bits (dot.hpp).
   const auto direct = m <= kDirectMaxRows ? kern.rows8_direct(type_) : nullptr;
   const int group = unpack_group(type_);
   thread_local std::vector<float> out;

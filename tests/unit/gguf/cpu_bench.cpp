@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "plugins/quant-gguf/cpu/dequant.hpp"
 #include "plugins/quant-gguf/cpu/dot.hpp"
 #include "plugins/quant-gguf/cpu/linear_cpu.hpp"
 #include "tests/unit/gguf/random_blocks.hpp"
@@ -46,5 +47,54 @@ int main() {
   }
   std::printf("kernels=%s  linear time per token %.2f ms -> %.1f tok/s ceiling (%.2f GB/s)\n",
               dot_kernels().name, total_s * 1e3, 1.0 / total_s, bytes / total_s / 1e9);
+  // Where the direct block kernel stops paying against unpacking eight rows
+  // once for the batch (CpuLinear's kDirectMaxRows): microseconds per
+  // activation row for the 135M's gate shape, by batch size.
+  const DotKernels& kern = dot_kernels();
+  for (const Shape& s : {Shape{1536, 576, kQ4_1, 0}, Shape{1024, 4096, kQ4_K, 0}, Shape{1024, 4096, kQ6_K, 0}}) {
+  const int64_t n = s.n, k = s.k;
+  const int group = unpack_group(s.type);
+  auto w = test_data::random_rows(s.type, n, k, 2);
+  const uint64_t row_bytes = w.size() / n;
+  std::printf("%s %lld x %lld, us per activation row: m, direct, unpacked\n", type_traits(s.type)->name.data(),
+              static_cast<long long>(n), static_cast<long long>(k));
+  for (int64_t m : {1, 8, 16, 32, 64, 128}) {
+    std::vector<int8_t> q(m * k), q8(k * 8), rq(k);
+    std::vector<float> d(m * k / 32), s16(m * k / 16), out(m * 8), ab8(k / group * 16), ra(k / group), rb(k / group);
+    std::vector<int32_t> sum16(m * k / 16);
+    std::vector<ActQ8> acts;
+    std::vector<float> xs(k, 0.25f);
+    for (int64_t i = 0; i < m; ++i) {
+      kern.quantize_act(xs.data(), &q[i * k], &d[i * k / 32], &s16[i * k / 16], &sum16[i * k / 16], k);
+      acts.push_back({&q[i * k], &d[i * k / 32], &s16[i * k / 16], &sum16[i * k / 16]});
+    }
+    auto time_us = [&](auto&& body) {
+      const int reps = 5;
+      auto t0 = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r)
+        for (int64_t j = 0; j < n; j += 8) body(j);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps / m * 1e6;
+    };
+    auto direct = kern.rows8_direct(s.type);
+    const double t_direct = direct ? time_us([&](int64_t j) {
+      const uint8_t* rows[8];
+      for (int i = 0; i < 8; ++i) rows[i] = w.data() + (j + i) * row_bytes;
+      direct(rows, acts.data(), m, k, out.data());
+    }) : 0.0;
+    const double t_unpacked = time_us([&](int64_t j) {
+      for (int i = 0; i < 8; ++i) {
+        unpack_row_i8(s.type, w.data() + (j + i) * row_bytes, rq.data(), ra.data(), rb.data(), k);
+        for (int64_t c = 0; c < k / 4; ++c)
+          for (int e = 0; e < 4; ++e) q8[(c * 8 + i) * 4 + e] = rq[c * 4 + e];
+        for (int64_t g = 0; g < k / group; ++g) {
+          ab8[g * 8 + i] = ra[g];
+          ab8[(k / group + g) * 8 + i] = rb[g];
+        }
+      }
+      kern.rows8(Rows8{q8.data(), ab8.data(), ab8.data() + k / group * 8, group}, acts.data(), m, k, out.data());
+    });
+    std::printf("  %3lld  %8.1f  %8.1f\n", static_cast<long long>(m), t_direct, t_unpacked);
+  }
+  }
   return 0;
 }

@@ -185,11 +185,12 @@ TEST(LinearCpu, DirectKernelsGiveTheUnpackedKernelsBits) {
   }
 }
 
-// Row i of a batch of 20 equals the same row alone, bit for bit, for every
+// Row i of a batch of 70 equals the same row alone, bit for bit, for every
 // type: alone takes the direct kernel (where the type has one), the batch
-// the unpacked one; rows 37 (not a multiple of 8) leave a partial block.
+// (past kDirectMaxRows) the unpacked one; 37 weight rows (not a multiple of
+// 8) leave a partial block.
 TEST(LinearCpu, ARowGivesTheSameBitsInAnyBatch) {
-  const int64_t k = 512, n = 37, m = 20;
+  const int64_t k = 512, n = 37, m = 70;
   for (uint32_t t : test_data::all_types()) {
     if (is_float_type(t)) continue;
     auto w = test_data::random_rows(t, n, k, 31 + t);
@@ -199,7 +200,7 @@ TEST(LinearCpu, ARowGivesTheSameBitsInAnyBatch) {
     std::vector<float> x(m * k), batch(m * n), alone(n);
     for (auto& v : x) v = normal(rng);
     lin.forward(x.data(), m, batch.data());
-    for (int64_t i = 0; i < m; i += 7) {
+    for (int64_t i = 0; i < m; i += 23) {
       lin.forward(x.data() + i * k, 1, alone.data());
       EXPECT_EQ(std::memcmp(alone.data(), batch.data() + i * n, n * 4), 0) << type_name(t) << " row " << i;
     }

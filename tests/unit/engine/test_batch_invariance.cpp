@@ -107,6 +107,20 @@ std::vector<Output> all_at_once(const aph_engine_api* api, const std::vector<std
   return out;
 }
 
+// Each prompt alone, then all at once: the same tokens and the same
+// logprobs bit for bit.
+void expect_alone_equals_batched(const aph_engine_api* api, const std::vector<std::vector<int32_t>>& prompts,
+                                 int max_tokens, const std::string& label) {
+  const std::vector<Output> alone = one_at_a_time(api, prompts, max_tokens);
+  const std::vector<Output> batched = all_at_once(api, prompts, max_tokens);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(alone[i].tokens.size(), static_cast<size_t>(max_tokens)) << label;
+    ASSERT_FALSE(alone[i].logprobs.empty()) << label;
+    EXPECT_EQ(batched[i].tokens, alone[i].tokens) << label << " request " << i;
+    EXPECT_EQ(batched[i].logprobs, alone[i].logprobs) << label << " request " << i;
+  }
+}
+
 // The tiny checkpoint quantized by the project's quantizer into one GGUF
 // file of `type` (its head Q6_K), beside the checkpoint.
 fs::path quantize_tiny_model(const fs::path& hf_dir, const std::string& type) {
@@ -155,17 +169,7 @@ TEST(BatchInvariance, GreedyAloneEqualsInABatchOf64) {
   auto engine = aph::engine::Engine::create(cfg, setup.plugins.registry());
   const aph_engine_api* api = engine->api();
 
-  const auto prompts = random_prompts();
-  const int max_tokens = 12;
-  const std::vector<Output> alone = one_at_a_time(api, prompts, max_tokens);
-  const std::vector<Output> batched = all_at_once(api, prompts, max_tokens);
-
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    ASSERT_EQ(alone[i].tokens.size(), static_cast<size_t>(max_tokens));
-    ASSERT_FALSE(alone[i].logprobs.empty());
-    EXPECT_EQ(batched[i].tokens, alone[i].tokens) << "request " << i;
-    EXPECT_EQ(batched[i].logprobs, alone[i].logprobs) << "request " << i;
-  }
+  expect_alone_equals_batched(api, random_prompts(), 12, "f32");
   if (cfg.overlap_decode) {
     EXPECT_GT(engine->stats().overlapped_steps, 0u);
   }
@@ -181,15 +185,7 @@ TEST(BatchInvariance, GgufGreedyAloneEqualsInABatchOf64) {
     auto& cfg = setup.cfg;
     cfg.model_path = quantize_tiny_model(setup.model, type).string();
     auto engine = aph::engine::Engine::create(cfg, setup.plugins.registry());
-    const auto prompts = random_prompts();
-    const int max_tokens = 12;
-    const std::vector<Output> alone = one_at_a_time(engine->api(), prompts, max_tokens);
-    const std::vector<Output> batched = all_at_once(engine->api(), prompts, max_tokens);
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      ASSERT_EQ(alone[i].tokens.size(), static_cast<size_t>(max_tokens)) << type;
-      EXPECT_EQ(batched[i].tokens, alone[i].tokens) << type << " request " << i;
-      EXPECT_EQ(batched[i].logprobs, alone[i].logprobs) << type << " request " << i;
-    }
+    expect_alone_equals_batched(engine->api(), random_prompts(), 12, type);
     engine->shutdown();
   }
 }
@@ -211,14 +207,7 @@ TEST(BatchInvariance, LongContextsOnHalfAndFp8KvCaches) {
       p.resize(250 + rng() % 500);
       for (auto& id : p) id = static_cast<int32_t>(rng() % 500);
     }
-    const int max_tokens = 10;
-    const std::vector<Output> alone = one_at_a_time(engine->api(), prompts, max_tokens);
-    const std::vector<Output> batched = all_at_once(engine->api(), prompts, max_tokens);
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      ASSERT_EQ(alone[i].tokens.size(), static_cast<size_t>(max_tokens)) << kv;
-      EXPECT_EQ(batched[i].tokens, alone[i].tokens) << kv << " request " << i;
-      EXPECT_EQ(batched[i].logprobs, alone[i].logprobs) << kv << " request " << i;
-    }
+    expect_alone_equals_batched(engine->api(), prompts, 10, kv);
     engine->shutdown();
   }
 }

@@ -23,4 +23,15 @@ bool cpu_has_avx2_fma_f16c() {
 #endif
 }
 
+bool cpu_has_avx_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (!cpu_has_avx2_fma_f16c() || __get_cpuid_max(0, nullptr) < 7) return false;
+  unsigned a, b, c, d;
+  __cpuid_count(7, 1, a, b, c, d);
+  return a & (1u << 4);
+#else
+  return false;
+#endif
+}
+
 }  // namespace aph

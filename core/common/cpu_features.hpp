@@ -8,5 +8,7 @@ namespace aph {
 // AVX2, FMA and F16C, and an OS that saves YMM state (CPUID + XGETBV:
 // compilers disagree on __builtin_cpu_supports names).
 bool cpu_has_avx2_fma_f16c();
+// AVX-VNNI (the VEX-encoded vpdpbusd on ymm registers).
+bool cpu_has_avx_vnni();
 
 }  // namespace aph

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/common/error.hpp"
 #include "core/common/half.hpp"
@@ -237,6 +238,22 @@ void unpack_row_i8(uint32_t type, const uint8_t* src, int8_t* q, float* a, float
   const int groups = k->block_elems / k->group;
   for (int64_t i = 0; i < n / k->block_elems; ++i)
     k->unpack(src + i * k->block_bytes, q + i * k->block_elems, a + i * groups, b + i * groups);
+}
+
+void unpack_rows8(uint32_t type, const uint8_t* const* rows, int64_t k, int8_t* q, float* a, float* b) {
+  const int64_t groups = k / unpack_group(type);
+  thread_local std::vector<int8_t> row_q;
+  thread_local std::vector<float> row_ab;
+  row_q.resize(k);
+  row_ab.resize(groups * 2);
+  for (int i = 0; i < 8; ++i) {
+    unpack_row_i8(type, rows[i], row_q.data(), row_ab.data(), row_ab.data() + groups, k);
+    for (int64_t c = 0; c < k / 4; ++c) std::memcpy(&q[(c * 8 + i) * 4], &row_q[c * 4], 4);
+    for (int64_t g = 0; g < groups; ++g) {
+      a[g * 8 + i] = row_ab[g];
+      b[g * 8 + i] = row_ab[groups + g];
+    }
+  }
 }
 
 void dequantize_row(uint32_t type, const uint8_t* src, float* dst, int64_t n) {

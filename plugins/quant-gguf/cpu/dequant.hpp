@@ -21,6 +21,11 @@ int unpack_group(uint32_t ggml_type);
 void unpack_row_i8(uint32_t ggml_type, const uint8_t* src, int8_t* q, float* a, float* b,
                    int64_t n);
 
+// Eight rows (row i starting at rows[i]) unpacked and interleaved as the
+// row-block kernels take them (dot.hpp's Rows8): elements 4c .. 4c+3 of row i
+// at q[(8c + i) * 4 ..], a and b [k/group][8].
+void unpack_rows8(uint32_t ggml_type, const uint8_t* const* rows, int64_t k, int8_t* q, float* a, float* b);
+
 // Whether the type takes the integer path (quantized types) or the float
 // path (F32/F16/BF16).
 bool is_float_type(uint32_t ggml_type);

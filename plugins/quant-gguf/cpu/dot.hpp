@@ -1,6 +1,6 @@
 // Dot-product kernels of the CPU linear: int8 weight codes against
 // int8-quantized activations, eight weight rows at a time, and plain fp32.
-// An AVX2 build and a portable build exist; dot_kernels() picks one at run
+// AVX-VNNI, AVX2 and portable builds exist; dot_kernels() picks one at run
 // time.
 //
 // Every path computes an output the same way, whatever the batch: per group
@@ -51,6 +51,7 @@ struct DotKernels {
 
 const DotKernels& dot_kernels();   // best for this CPU
 const DotKernels& portable_kernels();
-const DotKernels* avx2_kernels();  // nullptr when not built or not supported
+const DotKernels* avx2_kernels();      // nullptr when not built or not supported
+const DotKernels* avx_vnni_kernels();  // the same
 
 }  // namespace aph::gguf

@@ -66,7 +66,9 @@ const DotKernels& portable_kernels() {
 }
 
 const DotKernels& dot_kernels() {
-  static const DotKernels* best = avx2_kernels() ? avx2_kernels() : &portable_kernels();
+  static const DotKernels* best = avx_vnni_kernels() ? avx_vnni_kernels()
+                                  : avx2_kernels()   ? avx2_kernels()
+                                                     : &portable_kernels();
   return *best;
 }
 

@@ -1,7 +1,6 @@
 #include "plugins/quant-gguf/cpu/linear_cpu.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "core/common/error.hpp"
@@ -93,8 +92,8 @@ void CpuLinear::forward_int8(const float* x, int64_t m, float* y, int64_t j0, in
   const auto direct = m <= kDirectMaxRows ? kern.rows8_direct(type_) : nullptr;
   const int group = unpack_group(type_);
   thread_local std::vector<float> out;
-  thread_local std::vector<int8_t> q8, row_q;
-  thread_local std::vector<float> ab8, row_ab;
+  thread_local std::vector<int8_t> q8;
+  thread_local std::vector<float> ab8;
   out.resize(m * 8);
   for (int64_t j = j0; j < j1; j += 8) {
     const int64_t valid = std::min<int64_t>(8, j1 - j);
@@ -111,16 +110,7 @@ void CpuLinear::forward_int8(const float* x, int64_t m, float* y, int64_t j0, in
       const int64_t groups = k_ / group;
       q8.resize(k_ * 8);
       ab8.resize(groups * 16);
-      row_q.resize(k_);
-      row_ab.resize(groups * 2);
-      for (int i = 0; i < 8; ++i) {
-        unpack_row_i8(type_, rows[i], row_q.data(), row_ab.data(), row_ab.data() + groups, k_);
-        for (int64_t c = 0; c < k_ / 4; ++c) std::memcpy(&q8[(c * 8 + i) * 4], &row_q[c * 4], 4);
-        for (int64_t g = 0; g < groups; ++g) {
-          ab8[g * 8 + i] = row_ab[g];
-          ab8[(groups + g) * 8 + i] = row_ab[groups + g];
-        }
-      }
+      unpack_rows8(type_, rows, k_, q8.data(), ab8.data(), ab8.data() + groups * 8);
       kern.rows8(Rows8{q8.data(), ab8.data(), ab8.data() + groups * 8, group}, acts.data(), m, k_, out.data());
     }
     for (int64_t i = 0; i < m; ++i)

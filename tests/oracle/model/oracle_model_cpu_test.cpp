@@ -14,9 +14,13 @@ TEST_P(ModelOracleCpu, LogitsAndGreedyMatchReference) {
   aph::oracle::Fixture f = aph::oracle::load_fixture(GetParam());
   auto plugins = aph::oracle::load_build_plugins(false);
   // A GGUF model runs its linears through the plugin's CPU kernels, which
-  // quantize activations to int8 blocks as llama.cpp does (measured 2.8e-2 on
-  // SmolLM2 Q4_1 against exact float64): 5e-2 there.
-  const double tol = f.model_file.empty() ? 1e-3 : 5e-2;
+  // quantize activations to int8 blocks as llama.cpp does. That rounding is
+  // discontinuous: two summation orders of the same int8 arithmetic (stop 32's
+  // kernels and stop 33's, whose layer inputs agree to 2e-7 for three layers
+  // until one int8 code flips) end 0.033 and 0.058 from the exact float64
+  // logits on SmolLM2 Q4_1, so 8e-2 there. The exact fp32 path keeps 1e-3
+  // (RealGgufMatchesTransformersExactly below).
+  const double tol = f.model_file.empty() ? 1e-3 : 8e-2;
   aph::oracle::check_fixture(f, APH_DEVICE_CPU, "auto", tol, f.model_file.empty() ? 1e-5 : 5e-2, plugins->registry());
 }
 

@@ -59,8 +59,8 @@ int main() {
   std::printf("%s %lld x %lld, us per activation row: m, direct, unpacked\n", type_traits(s.type)->name.data(),
               static_cast<long long>(n), static_cast<long long>(k));
   for (int64_t m : {1, 8, 16, 32, 64, 128}) {
-    std::vector<int8_t> q(m * k), q8(k * 8), rq(k);
-    std::vector<float> d(m * k / 32), s16(m * k / 16), out(m * 8), ab8(k / group * 16), ra(k / group), rb(k / group);
+    std::vector<int8_t> q(m * k), q8(k * 8);
+    std::vector<float> d(m * k / 32), s16(m * k / 16), out(m * 8), ab8(k / group * 16);
     std::vector<int32_t> sum16(m * k / 16);
     std::vector<ActQ8> acts;
     std::vector<float> xs(k, 0.25f);
@@ -82,15 +82,9 @@ int main() {
       direct(rows, acts.data(), m, k, out.data());
     }) : 0.0;
     const double t_unpacked = time_us([&](int64_t j) {
-      for (int i = 0; i < 8; ++i) {
-        unpack_row_i8(s.type, w.data() + (j + i) * row_bytes, rq.data(), ra.data(), rb.data(), k);
-        for (int64_t c = 0; c < k / 4; ++c)
-          for (int e = 0; e < 4; ++e) q8[(c * 8 + i) * 4 + e] = rq[c * 4 + e];
-        for (int64_t g = 0; g < k / group; ++g) {
-          ab8[g * 8 + i] = ra[g];
-          ab8[(k / group + g) * 8 + i] = rb[g];
-        }
-      }
+      const uint8_t* rows[8];
+      for (int i = 0; i < 8; ++i) rows[i] = w.data() + (j + i) * row_bytes;
+      unpack_rows8(s.type, rows, k, q8.data(), ab8.data(), ab8.data() + k / group * 8);
       kern.rows8(Rows8{q8.data(), ab8.data(), ab8.data() + k / group * 8, group}, acts.data(), m, k, out.data());
     });
     std::printf("  %3lld  %8.1f  %8.1f\n", static_cast<long long>(m), t_direct, t_unpacked);

@@ -93,21 +93,10 @@ struct Unpacked8 {
   std::vector<float> a, b;
   int group;
   Unpacked8(uint32_t type, const uint8_t* w, uint64_t row_bytes, int64_t k)
-      : q(k * 8), group(unpack_group(type)) {
-    const int64_t groups = k / group;
-    a.resize(groups * 8);
-    b.resize(groups * 8);
-    std::vector<int8_t> rq(k);
-    std::vector<float> ra(groups), rb(groups);
-    for (int i = 0; i < 8; ++i) {
-      unpack_row_i8(type, w + i * row_bytes, rq.data(), ra.data(), rb.data(), k);
-      for (int64_t c = 0; c < k / 4; ++c)
-        for (int e = 0; e < 4; ++e) q[(c * 8 + i) * 4 + e] = rq[c * 4 + e];
-      for (int64_t g = 0; g < groups; ++g) {
-        a[g * 8 + i] = ra[g];
-        b[g * 8 + i] = rb[g];
-      }
-    }
+      : q(k * 8), a(k / unpack_group(type) * 8), b(a.size()), group(unpack_group(type)) {
+    const uint8_t* rows[8];
+    for (int i = 0; i < 8; ++i) rows[i] = w + i * row_bytes;
+    unpack_rows8(type, rows, k, q.data(), a.data(), b.data());
   }
   Rows8 view() const { return Rows8{q.data(), a.data(), b.data(), group}; }
 };
@@ -156,6 +145,33 @@ TEST(LinearCpu, KernelSetsAgree) {
     port.rows8(u.view(), xa.rows.data(), m, k, out_port.data());
     for (int64_t i = 0; i < m * 8; ++i)
       EXPECT_NEAR(out_avx[i], out_port[i], 1e-4 * (std::fabs(out_port[i]) + 1)) << type_name(t) << " " << i;
+  }
+}
+
+// vpdpbusd and maddubs + madd sum exactly: the two x86 sets give the same
+// bits, direct and unpacked.
+TEST(LinearCpu, VnniKernelsGiveTheAvx2Bits) {
+  const DotKernels* vnni = avx_vnni_kernels();
+  const DotKernels* avx = avx2_kernels();
+  if (!vnni || !avx) GTEST_SKIP() << "no AVX-VNNI on this CPU or compiler";
+  const int64_t k = 1024, m = 6;
+  const Acts x(*avx, m, k, 12);
+  for (uint32_t t : test_data::all_types()) {
+    if (is_float_type(t)) continue;
+    auto w = test_data::random_rows(t, 8, k, 40 + t);
+    const uint64_t row_bytes = w.size() / 8;
+    const Unpacked8 u(t, w.data(), row_bytes, k);
+    std::vector<float> a(m * 8), b(m * 8);
+    vnni->rows8(u.view(), x.rows.data(), m, k, a.data());
+    avx->rows8(u.view(), x.rows.data(), m, k, b.data());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << type_name(t) << " unpacked";
+    if (auto direct = vnni->rows8_direct(t)) {
+      const uint8_t* rows[8];
+      for (int i = 0; i < 8; ++i) rows[i] = w.data() + i * row_bytes;
+      direct(rows, x.rows.data(), m, k, a.data());
+      avx->rows8_direct(t)(rows, x.rows.data(), m, k, b.data());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << type_name(t) << " direct";
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "plugins/quant-gguf/container/ggml_types.hpp"
@@ -105,9 +106,11 @@ inline __m256i nibbles(const uint8_t* qs) {
 // Each block type: the codes of 32-element chunk c of a row as a partial
 // (I::dot of 32 codes: lanes 0-3 hold elements 0-15, lanes 4-7 elements
 // 16-31), the integer to subtract per group for codes stored with a bias
-// (times the group's activation sum), and its scales.
+// (times the group's activation sum), its scales, and whether its offsets b
+// can be other than zero.
 struct Q4_0 {
   static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = 18, kBias = 8;
+  static constexpr bool kOffsets = false;
   template <class I>
   static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
     return I::dot(_mm256_setzero_si256(), nibbles(row + 18 * c + 2), xv);
@@ -117,6 +120,7 @@ struct Q4_0 {
 
 struct Q4_1 {
   static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = 20, kBias = 0;
+  static constexpr bool kOffsets = true;
   template <class I>
   static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
     return I::dot(_mm256_setzero_si256(), nibbles(row + 20 * c + 4), xv);
@@ -126,6 +130,7 @@ struct Q4_1 {
 
 struct Q8_0 {
   static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = 34, kBias = 0;
+  static constexpr bool kOffsets = false;
   template <class I>
   static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 34 * c + 2));
@@ -137,6 +142,7 @@ struct Q8_0 {
 // Sub-block j of 32: the low (even j) or high (odd j) nibbles of 32 bytes.
 struct Q4_K {
   static constexpr int kGroup = 32, kBlockElems = 256, kBlockBytes = 144, kBias = 0;
+  static constexpr bool kOffsets = true;
   template <class I>
   static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
     const int j = static_cast<int>(c % 8);
@@ -152,6 +158,7 @@ struct Q4_K {
 // Chunk u of half h: ql nibble | qh bits << 4, in [0, 63]; stored minus 32.
 struct Q6_K {
   static constexpr int kGroup = 16, kBlockElems = 256, kBlockBytes = 210, kBias = 32;
+  static constexpr bool kOffsets = false;
   template <class I>
   static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
     const uint8_t* blk = row + 210 * (c / 8);
@@ -174,13 +181,16 @@ void rows8_direct(const uint8_t* const* rows, const ActQ8* x, int64_t m, int64_t
   if (ab.size() < static_cast<size_t>(groups) * 16) ab.resize(groups * 16);
   float* a8 = ab.data();
   float* b8 = a8 + groups * 8;
+  // Types without offsets store none (the scattered stores cost as much as
+  // the scales); their b stays 0, so the fold adds the same zeros.
+  if constexpr (!T::kOffsets) std::fill(b8, b8 + groups * 8, 0.0f);
   for (int i = 0; i < 8; ++i)
     for (int64_t blk = 0; blk < k / T::kBlockElems; ++blk) {
       float a[per_block], b[per_block];
       T::scales(rows[i] + blk * T::kBlockBytes, a, b);
       for (int s = 0; s < per_block; ++s) {
         a8[(blk * per_block + s) * 8 + i] = a[s];
-        b8[(blk * per_block + s) * 8 + i] = b[s];
+        if constexpr (T::kOffsets) b8[(blk * per_block + s) * 8 + i] = b[s];
       }
     }
   for (int64_t r = 0; r < m; ++r) {

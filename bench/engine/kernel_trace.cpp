@@ -14,6 +14,10 @@
 // loses at most the last buffers. Lines: "N,id,name" once per kernel name
 // (demangled; it may hold commas, so it is the rest of the line),
 // then "K,start_ns,end_ns,correlation,graph_id,graph_node,grid,block,cluster,id".
+// Copies and memsets are K lines too, named "[memcpy HtoD 96 B]" and so on
+// with grid, block and cluster 0: between two decode graphs the GPU runs the
+// sampler's copy of the ids, the staging upload and the fed-ids copy, and a
+// trace of kernels alone shows their time as idle.
 // APH_KERNEL_TRACE_MAX caps the K lines (default 2,000,000).
 #include <cupti.h>
 #include <cxxabi.h>
@@ -69,15 +73,55 @@ int name_id(Trace& t, const char* name) {
   return id;
 }
 
+const char* copy_kind_name(uint8_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "other";
+  }
+}
+
+// A memcpy or memset record as a K line (the caller holds t.mutex). The
+// newest layouts this toolkit knows; later versions only append fields.
+void write_copy(Trace& t, const CUpti_Activity* record) {
+  char name[64];
+  uint64_t start = 0, end = 0, node = 0;
+  uint32_t corr = 0, graph = 0;
+  if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+    const auto* c = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+    std::snprintf(name, sizeof name, "[memcpy %s %llu B]", copy_kind_name(c->copyKind),
+                  static_cast<unsigned long long>(c->bytes));
+    start = c->start, end = c->end, corr = c->correlationId, graph = c->graphId, node = c->graphNodeId;
+  } else {
+    const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+    std::snprintf(name, sizeof name, "[memset %llu B]", static_cast<unsigned long long>(m->bytes));
+    start = m->start, end = m->end, corr = m->correlationId, graph = m->graphId, node = m->graphNodeId;
+  }
+  const int id = name_id(t, name);
+  std::fprintf(t.file, "K,%llu,%llu,%u,%u,%llu,0,0,0,%d\n", static_cast<unsigned long long>(start),
+               static_cast<unsigned long long>(end), corr, graph, static_cast<unsigned long long>(node), id);
+  ++t.written;
+}
+
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   Trace& t = trace();
   {
     std::lock_guard<std::mutex> lock(t.mutex);
     CUpti_Activity* record = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
-      if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && record->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+      const bool kernel =
+          record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL;
+      if (!kernel && record->kind != CUPTI_ACTIVITY_KIND_MEMCPY && record->kind != CUPTI_ACTIVITY_KIND_MEMSET)
+        continue;
       if (t.written >= t.max_rows) {
         ++t.dropped;
+        continue;
+      }
+      if (!kernel) {
+        write_copy(t, record);
         continue;
       }
       // The newest record layout this toolkit knows; later CUPTI versions only
@@ -100,7 +144,7 @@ void flush_at_exit() {
   Trace& t = trace();
   std::lock_guard<std::mutex> lock(t.mutex);
   if (t.dropped > 0)
-    std::fprintf(stderr, "aph_kernel_trace: %llu kernels past APH_KERNEL_TRACE_MAX not written\n",
+    std::fprintf(stderr, "aph_kernel_trace: %llu records past APH_KERNEL_TRACE_MAX not written\n",
                  static_cast<unsigned long long>(t.dropped));
   std::fclose(t.file);
   t.file = nullptr;
@@ -128,6 +172,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (r != CUPTI_SUCCESS) {
     report("cuptiActivityEnable(CONCURRENT_KERNEL)", r);
     return 0;
+  }
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
+    r = cuptiActivityEnable(kind);
+    if (r != CUPTI_SUCCESS) report("cuptiActivityEnable(MEMCPY/MEMSET)", r);  // kernels still traced
   }
   std::atexit(flush_at_exit);
   return 1;

@@ -1,9 +1,7 @@
 #include "core/attention/attention_cpu.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -48,6 +46,8 @@ void store_row(const float* src, void* dst, int32_t n, aph_dtype dtype, float sc
 }
 
 
+ThreadPool& pool_of(const PagedAttentionArgs& a) { return a.cpu_pool ? *a.cpu_pool : ThreadPool::shared(); }
+
 void check_index_data(const PagedAttentionArgs& a) {
   const KvLayout& L = a.layout;
   for (int32_t s = 0; s < a.n_seqs; ++s) {
@@ -91,7 +91,7 @@ void write_kv_cache_cpu(const PagedAttentionArgs& a) {
   const auto* v = static_cast<const float*>(a.v);
   auto* kc = static_cast<uint8_t*>(a.k_cache);
   auto* vc = static_cast<uint8_t*>(a.v_cache);
-  aph::ThreadPool::shared().parallel_items(a.n_tokens, [&](int64_t t) {
+  pool_of(a).parallel_items(a.n_tokens, [&](int64_t t) {
     int64_t slot = a.slot_mapping[t];
     if (slot < 0) return;  // padding token: nothing to store
     size_t off = static_cast<size_t>(slot) * row * esz;
@@ -106,7 +106,7 @@ void attention_cpu(const PagedAttentionArgs& a, CpuSplitWork work) {
   check_index_data(a);
   const SplitSoftmax attention(a);
   const std::vector<Unit> units = cpu::plan_units(a);
-  ThreadPool& pool = ThreadPool::shared();
+  ThreadPool& pool = pool_of(a);
   const bool any_split = std::any_of(units.begin(), units.end(), [](const Unit& u) { return u.splits > 1; });
   const bool in_order = work == CpuSplitWork::kAuto
                             ? !any_split || units.size() >= kUnitsPerThread * static_cast<size_t>(pool.size())

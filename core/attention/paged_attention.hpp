@@ -6,6 +6,10 @@
 
 #include "aphrodite/plugin.h"
 
+namespace aph {
+class ThreadPool;
+}
+
 namespace aph::attention {
 
 struct KvLayout {
@@ -82,6 +86,9 @@ struct PagedAttentionArgs {
   // KV write zeroes them every call.
   int32_t* split_counters = nullptr;
   int64_t split_counter_slots = 0;
+  // CPU: the threads to run on (the runner's, sized by engine.cpu_threads);
+  // nullptr = ThreadPool::shared().
+  ThreadPool* cpu_pool = nullptr;
 };
 
 // Writes this step's k/v into their cache slots, then computes causal

@@ -344,6 +344,7 @@ Tensor Runner::run(const Meta& meta, int64_t n_tokens, int64_t n_seqs, int32_t t
   a.max_context_len = max_context_len;
   a.short_contexts = short_contexts;
   a.stream = stream();
+  a.cpu_pool = pool_;
   if (attn_workspace_.defined()) {
     a.workspace = attn_workspace_.data();
     a.workspace_bytes = attn_workspace_.nbytes();

@@ -108,23 +108,23 @@ inline __m256i nibbles(const uint8_t* qs) {
 // 16-31), the integer to subtract per group for codes stored with a bias
 // (times the group's activation sum), its scales, and whether its offsets b
 // can be other than zero.
-struct Q4_0 {
-  static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = 18, kBias = 8;
-  static constexpr bool kOffsets = false;
+// Q4_0 and Q4_1: a 32-element block's 16 bytes of nibbles after its header
+// (the scale, and for Q4_1 the minimum).
+template <int kBytes, int kHeader, int kCodeBias, bool kHasOffsets>
+struct Nibbles32 {
+  static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = kBytes, kBias = kCodeBias;
+  static constexpr bool kOffsets = kHasOffsets;
   template <class I>
   static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
-    return I::dot(_mm256_setzero_si256(), nibbles(row + 18 * c + 2), xv);
+    return I::dot(_mm256_setzero_si256(), nibbles(row + kBytes * c + kHeader), xv);
   }
+};
+
+struct Q4_0 : Nibbles32<18, 2, 8, false> {
   static void scales(const uint8_t* blk, float* a, float* b) { scales_q4_0(blk, a, b, f16); }
 };
 
-struct Q4_1 {
-  static constexpr int kGroup = 32, kBlockElems = 32, kBlockBytes = 20, kBias = 0;
-  static constexpr bool kOffsets = true;
-  template <class I>
-  static __m256i partial(const uint8_t* row, int64_t c, __m256i xv) {
-    return I::dot(_mm256_setzero_si256(), nibbles(row + 20 * c + 4), xv);
-  }
+struct Q4_1 : Nibbles32<20, 4, 0, true> {
   static void scales(const uint8_t* blk, float* a, float* b) { scales_q4_1(blk, a, b, f16); }
 };
 

@@ -13,6 +13,7 @@
 #include "core/attention/attention_cpu.hpp"
 #include "core/attention/cpu/tile_kernels.hpp"
 #include "core/attention/paged_attention.hpp"
+#include "core/common/thread_pool.hpp"
 #include "tests/unit/attention/attention_problem.hpp"
 
 namespace aph::attention {
@@ -35,9 +36,10 @@ ProblemSpec long_spec(aph_dtype kv, int32_t head_dim) {
   return spec;
 }
 
-std::vector<float> run(Problem& p, CpuSplitWork work) {
+std::vector<float> run(Problem& p, CpuSplitWork work, ThreadPool* pool = nullptr) {
   std::vector<float> out(static_cast<size_t>(p.n_tokens) * p.spec.num_heads * p.spec.head_dim, 0.0f);
   PagedAttentionArgs a = p.args(out.data());
+  a.cpu_pool = pool;
   write_kv_cache_cpu(a);
   attention_cpu(a, work);
   return out;
@@ -63,6 +65,19 @@ TEST(AttentionCpuSplits, ApartAndInOrderGiveTheSameBitsAndMatchTheReference) {
       ASSERT_EQ(std::memcmp(apart.data(), automatic.data(), apart.size() * 4), 0) << "hd " << hd << " kv " << kv;
       EXPECT_LE(worst_error(apart, want), 2e-5f) << "hd " << hd << " kv " << kv;
     }
+  }
+}
+
+// engine.cpu_threads reaches the attention through cpu_pool: one thread or
+// three give the shared pool's bits (the splits' layout does not depend on
+// the thread count, only which items run apart).
+TEST(AttentionCpuSplits, TheCallersPoolGivesTheSameBits) {
+  Problem p = testing::make_problem(long_spec(APH_DTYPE_F16, 128));
+  const std::vector<float> shared = run(p, CpuSplitWork::kAuto);
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    const std::vector<float> own = run(p, CpuSplitWork::kAuto, &pool);
+    ASSERT_EQ(std::memcmp(shared.data(), own.data(), shared.size() * 4), 0) << threads << " threads";
   }
 }
 

@@ -1,10 +1,13 @@
 #include "core/model/device_context.hpp"
 
+#include "core/common/env_flag.hpp"
 #include "core/common/error.hpp"
 
 #ifdef APH_HAVE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include "core/ops/kernels.hpp"
 #endif
 
 namespace aph::model {
@@ -54,18 +57,37 @@ void* DeviceContext::staging(size_t bytes) {
   wait_staging();
   if (staging_) cudaFreeHost(staging_);
   staging_ = nullptr;
+  staging_on_device_ = nullptr;
   ck(cudaMallocHost(&staging_, bytes), "cudaMallocHost (batch staging)");
   staging_bytes_ = bytes;
+  // Page-locked memory is mapped under unified addressing; where it is not,
+  // upload() keeps to the copy engine.
+  if (cudaHostGetDevicePointer(&staging_on_device_, staging_, 0) != cudaSuccess) {
+    staging_on_device_ = nullptr;
+    (void)cudaGetLastError();
+  }
   return staging_;
 }
 
-void DeviceContext::upload(void* dst, const void* src, size_t bytes) {
-  ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, S(stream_)), "cudaMemcpyAsync (batch metadata)");
+void DeviceContext::upload(void* dst, const void* src, size_t bytes, const void* fed, size_t fed_at,
+                           size_t fed_bytes) {
+  static const bool kernel_copies = env_flag("APH_KERNEL_COPIES", true);
+  const auto* host = static_cast<const char*>(src);
+  const auto* base = static_cast<const char*>(staging_);
+  const bool in_staging = staging_on_device_ != nullptr && host >= base && host + bytes <= base + staging_bytes_;
+  if (kernel_copies && in_staging && (bytes | fed_at | fed_bytes) % 4 == 0 && fed_at + fed_bytes <= bytes) {
+    const auto* src_dev = static_cast<const uint32_t*>(staging_on_device_) + (host - base) / 4;
+    const int rc = ops::kernels::copy_words(static_cast<uint32_t*>(dst), src_dev, static_cast<int64_t>(bytes / 4),
+                                            static_cast<const uint32_t*>(fed), static_cast<int64_t>(fed_at / 4),
+                                            static_cast<int64_t>(fed_bytes / 4), stream_);
+    ck(static_cast<cudaError_t>(rc), "copy_words (batch metadata)");
+  } else {
+    ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, S(stream_)), "cudaMemcpyAsync (batch metadata)");
+    if (fed != nullptr)
+      ck(cudaMemcpyAsync(static_cast<char*>(dst) + fed_at, fed, fed_bytes, cudaMemcpyDeviceToDevice, S(stream_)),
+         "cudaMemcpyAsync (fed token ids)");
+  }
   ck(cudaEventRecord(static_cast<cudaEvent_t>(upload_done_), S(stream_)), "cudaEventRecord");
-}
-
-void DeviceContext::copy_on_device(void* dst, const void* src, size_t bytes) {
-  ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, S(stream_)), "cudaMemcpyAsync (fed token ids)");
 }
 
 void DeviceContext::wait_staging() {
@@ -112,8 +134,7 @@ namespace {
 DeviceContext::DeviceContext(int32_t device) : device_(device) { no_cuda(); }
 DeviceContext::~DeviceContext() = default;
 void* DeviceContext::staging(size_t) { no_cuda(); }
-void DeviceContext::upload(void*, const void*, size_t) { no_cuda(); }
-void DeviceContext::copy_on_device(void*, const void*, size_t) { no_cuda(); }
+void DeviceContext::upload(void*, const void*, size_t, const void*, size_t, size_t) { no_cuda(); }
 void DeviceContext::wait_staging() { no_cuda(); }
 int64_t DeviceContext::used_bytes() const { return 0; }
 void DeviceContext::begin_capture() { no_cuda(); }

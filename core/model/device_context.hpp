@@ -20,11 +20,14 @@ class DeviceContext {
   void* blas() const { return blas_; }
   // Pinned host memory of at least `bytes` (contents kept on growth only up to the old size).
   void* staging(size_t bytes);
-  // Async host -> device copy on the stream; the staging buffer may be rewritten
-  // after the next wait_staging().
-  void upload(void* dst, const void* src, size_t bytes);
-  // A device-to-device copy on the stream (ids fed from the sampler).
-  void copy_on_device(void* dst, const void* src, size_t bytes);
+  // Async copy of `bytes` from the staging buffer (src points into it) to
+  // dst on the stream, with `fed_bytes` from the device pointer `fed` laid
+  // over dst's bytes [fed_at, fed_at + fed_bytes) (ids fed from the sampler;
+  // fed NULL: none). The staging buffer may be rewritten after the next
+  // wait_staging(). One kernel reads the staging over the bus and the fed
+  // ids (APH_KERNEL_COPIES, on by default); otherwise two copy-engine copies.
+  void upload(void* dst, const void* src, size_t bytes, const void* fed = nullptr, size_t fed_at = 0,
+              size_t fed_bytes = 0);
   void wait_staging();
   // Bytes of device memory in use now (cudaMemGetInfo), for profiling.
   int64_t used_bytes() const;
@@ -41,6 +44,7 @@ class DeviceContext {
   void* blas_ = nullptr;
   void* blas_workspace_ = nullptr;
   void* staging_ = nullptr;
+  void* staging_on_device_ = nullptr;  // staging_ as the device addresses it; NULL: not mapped
   size_t staging_bytes_ = 0;
   void* upload_done_ = nullptr;  // cudaEvent_t
   std::map<int, void*> graphs_;  // batch size -> cudaGraphExec_t

@@ -307,9 +307,9 @@ Runner::Meta Runner::stage(const StepBatch& b, int64_t padded_seqs, int32_t tabl
     for (int32_t j = 0; j < table_width; ++j) tab[i * table_width + j] = pad_block_;
   }
   const size_t total = off_[6] + (b.logits_indices.size() + (sp - s)) * 4;
-  device_ctx_->upload(meta_dev_.data(), host, total);
+  device_ctx_->upload(meta_dev_.data(), host, total, fed_ids_, off_[0],
+                      fed_ids_ != nullptr ? static_cast<size_t>(t) * sizeof(int32_t) : 0);
   char* dev = static_cast<char*>(meta_dev_.data());
-  if (fed_ids_ != nullptr) device_ctx_->copy_on_device(dev + off_[0], fed_ids_, static_cast<size_t>(t) * sizeof(int32_t));
   auto view = [&](int i, int64_t n, aph_dtype dt) { return Tensor::borrow(dev + off_[i], {n}, dt, device_); };
   m.ids = view(0, tp, APH_DTYPE_I32);
   m.positions = view(1, tp, APH_DTYPE_I32);

@@ -29,6 +29,11 @@ int silu_mul(const void* gate, const void* up, int64_t in_stride, int64_t m, int
              void* stream);
 int gather_rows(const void* x, const int32_t* idx, int64_t count, int64_t row_bytes, void* out, void* stream);
 int convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n, void* stream);
+// dst[i] = src[i] for i < words (4-byte words), except patch[i - patch_at]
+// for i in [patch_at, patch_at + patch_words) when patch is set (word_copy.cu).
+// dst or src may be page-locked host memory (unified addressing).
+int copy_words(uint32_t* dst, const uint32_t* src, int64_t words, const uint32_t* patch, int64_t patch_at,
+               int64_t patch_words, void* stream);
 // The batch-1 decode GEMV (gemv.cu): y[m, n] = x[m, :] · w[n, :] + bias[n]
 // for m <= kGemvMaxRows, x and w of one dtype, y of y_dtype. Reads each
 // weight row once. split: warps that share a weight row (1, 2, 4 or 8), 0

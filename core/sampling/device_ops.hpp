@@ -36,9 +36,15 @@ class PinnedBuffer {
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   ~PinnedBuffer();
   void* reserve(size_t bytes);
+  // Queues a copy of `bytes` from device memory src into the start of the
+  // buffer (reserved first): a kernel that writes the page-locked memory over
+  // the bus where it is mapped and `bytes` is whole 4-byte words
+  // (APH_KERNEL_COPIES, on by default), else the copy engine.
+  void fill_from_device(const void* src, size_t bytes, void* stream);
 
  private:
   void* data_ = nullptr;
+  void* on_device_ = nullptr;  // data_ as the device addresses it; NULL: not mapped
   size_t bytes_ = 0;
 };
 

@@ -386,8 +386,7 @@ void ChainImpl::begin(Tensor& logits, std::span<const RowInput> rows, bool want_
     // Into page-locked memory: a copy to pageable memory would return only
     // once the stream got there, and work queued behind it (the next step)
     // could not overlap.
-    auto* staged = static_cast<int32_t*>(chosen_staging_.reserve(n * sizeof(int32_t)));
-    device_download(staged, chosen_ptr, n * sizeof(int32_t), options_.stream);
+    chosen_staging_.fill_from_device(chosen_ptr, n * sizeof(int32_t), options_.stream);
     chosen_ready_.record(options_.stream);
   }
 }

@@ -1,0 +1,51 @@
+// The small copies between two decode steps done by a kernel instead of the
+// copy engine: the sampler's chosen ids to page-locked host memory, and the
+// next step's metadata from page-locked staging to the device with the fed
+// ids laid over it. Each copy-engine operation between two kernels is a
+// hand-over the stream waits through; one kernel reads or writes the host
+// memory directly over the bus (unified addressing maps page-locked memory).
+#include <cuda_runtime.h>
+
+#include "core/ops/kernels.hpp"
+
+namespace aph::ops::kernels {
+namespace {
+
+// Words a thread loads before it stores any: reads of host memory take a
+// bus round trip each, so they go out together.
+constexpr int kWordsPerThread = 4;
+constexpr int kThreads = 256;
+
+__global__ void copy_words_kernel(uint32_t* dst, const uint32_t* src, int64_t words, const uint32_t* patch,
+                                  int64_t patch_at, int64_t patch_words) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kThreads * kWordsPerThread + threadIdx.x;
+  uint32_t v[kWordsPerThread];
+#pragma unroll
+  for (int u = 0; u < kWordsPerThread; ++u) {
+    const int64_t i = first + static_cast<int64_t>(u) * kThreads;
+    if (i >= words) break;
+    // Each word comes from one source, so no word is written twice.
+    const bool patched = patch != nullptr && i >= patch_at && i < patch_at + patch_words;
+    v[u] = patched ? patch[i - patch_at] : src[i];
+  }
+#pragma unroll
+  for (int u = 0; u < kWordsPerThread; ++u) {
+    const int64_t i = first + static_cast<int64_t>(u) * kThreads;
+    if (i >= words) break;
+    dst[i] = v[u];
+  }
+}
+
+}  // namespace
+
+int copy_words(uint32_t* dst, const uint32_t* src, int64_t words, const uint32_t* patch, int64_t patch_at,
+               int64_t patch_words, void* stream) {
+  if (words <= 0) return 0;
+  const int64_t per_block = static_cast<int64_t>(kThreads) * kWordsPerThread;
+  const auto blocks = static_cast<unsigned>((words + per_block - 1) / per_block);
+  copy_words_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dst, src, words, patch, patch_at,
+                                                                                patch_words);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace aph::ops::kernels

@@ -6,9 +6,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "core/common/half.hpp"
 #include "core/ops/kernels.hpp"
@@ -240,6 +242,47 @@ TEST(OpsGpu, LogitsOp) {
   ops::logits(ex, hd, idxd, wd, 1e-5f, headd, nd, out);
   ops::synchronize(ex);
   expect_close(out.to(APH_DEVICE_CPU), ref, dt, "logits");
+}
+
+// copy_words (word_copy.cu) between page-locked host memory and the device,
+// with a patch laid over part of the destination: the upload of a step's
+// metadata with the sampler's ids fed in, and the ids' copy to the host.
+TEST(OpsGpu, CopyWordsBetweenPinnedHostAndDevice) {
+  Cuda cu;
+  for (int64_t words : {1, 7, 1024, 4099, 70000}) {
+    uint32_t* host = nullptr;
+    ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&host), words * 4), cudaSuccess);
+    void* host_dev = nullptr;
+    ASSERT_EQ(cudaHostGetDevicePointer(&host_dev, host, 0), cudaSuccess);
+    for (int64_t i = 0; i < words; ++i) host[i] = static_cast<uint32_t>(i * 2654435761u);
+    const int64_t patch_at = words / 3, patch_words = std::min<int64_t>(words - patch_at, 37);
+    std::vector<uint32_t> patch(patch_words);
+    for (int64_t j = 0; j < patch_words; ++j) patch[j] = 0xA0000000u + static_cast<uint32_t>(j);
+    uint32_t *dev = nullptr, *patch_dev = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), words * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&patch_dev), std::max<int64_t>(patch_words, 1) * 4), cudaSuccess);
+    cudaMemcpy(patch_dev, patch.data(), patch_words * 4, cudaMemcpyHostToDevice);
+    // Host -> device with the patch, then device -> a second pinned buffer.
+    ASSERT_EQ(ops::kernels::copy_words(dev, static_cast<const uint32_t*>(host_dev), words, patch_dev, patch_at,
+                                       patch_words, cu.stream), 0);
+    uint32_t* back = nullptr;
+    ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&back), words * 4), cudaSuccess);
+    void* back_dev = nullptr;
+    ASSERT_EQ(cudaHostGetDevicePointer(&back_dev, back, 0), cudaSuccess);
+    std::fill(back, back + words, 0u);
+    ASSERT_EQ(ops::kernels::copy_words(static_cast<uint32_t*>(back_dev), dev, words, nullptr, 0, 0, cu.stream), 0);
+    ASSERT_EQ(cudaStreamSynchronize(cu.stream), cudaSuccess);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < words; ++i) {
+      const bool patched = i >= patch_at && i < patch_at + patch_words;
+      wrong += back[i] != (patched ? patch[i - patch_at] : host[i]);
+    }
+    EXPECT_EQ(wrong, 0) << words << " words";
+    cudaFreeHost(back);
+    cudaFree(patch_dev);
+    cudaFree(dev);
+    cudaFreeHost(host);
+  }
 }
 
 }  // namespace

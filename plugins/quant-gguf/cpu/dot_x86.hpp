@@ -34,6 +34,26 @@ inline float f16(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
+// v[i] lane j -> v[j] lane i.
+inline void transpose8(__m256 (&v)[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    v[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
 // ---- The canonical per-group fold, shared by both row-block kernels. ----
 
 // Lanes are the eight weight rows: acc += float(idot) * (a * dx), off += b * sx.
@@ -170,6 +190,26 @@ struct Q6_K {
     return I::dot(_mm256_setzero_si256(), _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), xv);
   }
   static void scales(const uint8_t* blk, float* a, float* b) { scales_q6_k(blk, a, b, f16); }
+  // The 16 scales of block blk of eight rows at once, lanes = rows (a8 as
+  // rows8_direct lays it out): the same products d * scale as scales(), a
+  // transpose instead of 128 scattered stores.
+  static void scales8(const uint8_t* const* rows, int64_t blk, float* a8) {
+    __m256 lo[8], hi[8];
+    for (int i = 0; i < 8; ++i) {
+      const uint8_t* b = rows[i] + blk * kBlockBytes;
+      const __m256 d = _mm256_set1_ps(f16(b + 208));
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
+      lo[i] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+      hi[i] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))));
+    }
+    transpose8(lo);
+    transpose8(hi);
+    float* out = a8 + blk * 16 * 8;
+    for (int s = 0; s < 8; ++s) {
+      _mm256_storeu_ps(out + s * 8, lo[s]);
+      _mm256_storeu_ps(out + (s + 8) * 8, hi[s]);
+    }
+  }
 };
 
 template <class I, class T>
@@ -184,15 +224,19 @@ void rows8_direct(const uint8_t* const* rows, const ActQ8* x, int64_t m, int64_t
   // Types without offsets store none (the scattered stores cost as much as
   // the scales); their b stays 0, so the fold adds the same zeros.
   if constexpr (!T::kOffsets) std::fill(b8, b8 + groups * 8, 0.0f);
-  for (int i = 0; i < 8; ++i)
-    for (int64_t blk = 0; blk < k / T::kBlockElems; ++blk) {
-      float a[per_block], b[per_block];
-      T::scales(rows[i] + blk * T::kBlockBytes, a, b);
-      for (int s = 0; s < per_block; ++s) {
-        a8[(blk * per_block + s) * 8 + i] = a[s];
-        if constexpr (T::kOffsets) b8[(blk * per_block + s) * 8 + i] = b[s];
+  if constexpr (requires { T::scales8(rows, 0, a8); }) {
+    for (int64_t blk = 0; blk < k / T::kBlockElems; ++blk) T::scales8(rows, blk, a8);
+  } else {
+    for (int i = 0; i < 8; ++i)
+      for (int64_t blk = 0; blk < k / T::kBlockElems; ++blk) {
+        float a[per_block], b[per_block];
+        T::scales(rows[i] + blk * T::kBlockBytes, a, b);
+        for (int s = 0; s < per_block; ++s) {
+          a8[(blk * per_block + s) * 8 + i] = a[s];
+          if constexpr (T::kOffsets) b8[(blk * per_block + s) * 8 + i] = b[s];
+        }
       }
-    }
+  }
   for (int64_t r = 0; r < m; ++r) {
     const ActQ8& xr = x[r];
     __m256 acc = _mm256_setzero_ps(), off = _mm256_setzero_ps();

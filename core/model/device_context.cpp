@@ -71,7 +71,7 @@ void* DeviceContext::staging(size_t bytes) {
 
 void DeviceContext::upload(void* dst, const void* src, size_t bytes, const void* fed, size_t fed_at,
                            size_t fed_bytes) {
-  static const bool kernel_copies = env_flag("APH_KERNEL_COPIES", false);
+  static const bool kernel_copies = env_flag("APH_KERNEL_COPIES", true);
   const auto* host = static_cast<const char*>(src);
   const auto* base = static_cast<const char*>(staging_);
   const bool in_staging = staging_on_device_ != nullptr && host >= base && host + bytes <= base + staging_bytes_;

@@ -24,9 +24,8 @@ class DeviceContext {
   // dst on the stream, with `fed_bytes` from the device pointer `fed` laid
   // over dst's bytes [fed_at, fed_at + fed_bytes) (ids fed from the sampler;
   // fed NULL: none). The staging buffer may be rewritten after the next
-  // wait_staging(). With APH_KERNEL_COPIES=1 (off by default until timed)
-  // one kernel reads the staging over the bus and the fed ids; otherwise
-  // two copy-engine copies.
+  // wait_staging(). One kernel reads the staging over the bus and the fed
+  // ids (APH_KERNEL_COPIES, on by default); =0: two copy-engine copies.
   void upload(void* dst, const void* src, size_t bytes, const void* fed = nullptr, size_t fed_at = 0,
               size_t fed_bytes = 0);
   void wait_staging();

@@ -70,7 +70,7 @@ void* PinnedBuffer::reserve(size_t bytes) {
 }
 
 void PinnedBuffer::fill_from_device(const void* src, size_t bytes, void* stream) {
-  static const bool kernel_copies = env_flag("APH_KERNEL_COPIES", false);
+  static const bool kernel_copies = env_flag("APH_KERNEL_COPIES", true);
   void* dst = reserve(bytes);
   if (kernel_copies && on_device_ != nullptr && bytes % 4 == 0) {
     const int rc = ops::kernels::copy_words(static_cast<uint32_t*>(on_device_), static_cast<const uint32_t*>(src),

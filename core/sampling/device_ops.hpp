@@ -39,7 +39,7 @@ class PinnedBuffer {
   // Queues a copy of `bytes` from device memory src into the start of the
   // buffer (reserved first): a kernel that writes the page-locked memory over
   // the bus where it is mapped and `bytes` is whole 4-byte words
-  // (APH_KERNEL_COPIES=1; off by default until timed), else the copy engine.
+  // (APH_KERNEL_COPIES, on by default), else the copy engine.
   void fill_from_device(const void* src, size_t bytes, void* stream);
 
  private:

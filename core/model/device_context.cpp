@@ -1,6 +1,5 @@
 #include "core/model/device_context.hpp"
 
-#include "core/common/env_flag.hpp"
 #include "core/common/error.hpp"
 
 #ifdef APH_HAVE_CUDA
@@ -60,22 +59,17 @@ void* DeviceContext::staging(size_t bytes) {
   staging_on_device_ = nullptr;
   ck(cudaMallocHost(&staging_, bytes), "cudaMallocHost (batch staging)");
   staging_bytes_ = bytes;
-  // Page-locked memory is mapped under unified addressing; where it is not,
-  // upload() keeps to the copy engine.
-  if (cudaHostGetDevicePointer(&staging_on_device_, staging_, 0) != cudaSuccess) {
-    staging_on_device_ = nullptr;
-    (void)cudaGetLastError();
-  }
+  staging_on_device_ = ops::kernels::pinned_on_device(staging_);
   return staging_;
 }
 
 void DeviceContext::upload(void* dst, const void* src, size_t bytes, const void* fed, size_t fed_at,
                            size_t fed_bytes) {
-  static const bool kernel_copies = env_flag("APH_KERNEL_COPIES", true);
   const auto* host = static_cast<const char*>(src);
   const auto* base = static_cast<const char*>(staging_);
   const bool in_staging = staging_on_device_ != nullptr && host >= base && host + bytes <= base + staging_bytes_;
-  if (kernel_copies && in_staging && (bytes | fed_at | fed_bytes) % 4 == 0 && fed_at + fed_bytes <= bytes) {
+  const bool whole_words = (bytes | fed_at | fed_bytes) % 4 == 0 && fed_at + fed_bytes <= bytes;
+  if (ops::kernels::kernel_copies_enabled() && in_staging && whole_words) {
     const auto* src_dev = static_cast<const uint32_t*>(staging_on_device_) + (host - base) / 4;
     const int rc = ops::kernels::copy_words(static_cast<uint32_t*>(dst), src_dev, static_cast<int64_t>(bytes / 4),
                                             static_cast<const uint32_t*>(fed), static_cast<int64_t>(fed_at / 4),

@@ -34,6 +34,12 @@ int convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n, v
 // dst or src may be page-locked host memory (unified addressing).
 int copy_words(uint32_t* dst, const uint32_t* src, int64_t words, const uint32_t* patch, int64_t patch_at,
                int64_t patch_words, void* stream);
+// Whether the copies between decode steps use copy_words (APH_KERNEL_COPIES,
+// on by default; read once).
+bool kernel_copies_enabled();
+// Page-locked host memory as a kernel addresses it, or NULL where it is not
+// mapped.
+void* pinned_on_device(void* host);
 // The batch-1 decode GEMV (gemv.cu): y[m, n] = x[m, :] · w[n, :] + bias[n]
 // for m <= kGemvMaxRows, x and w of one dtype, y of y_dtype. Reads each
 // weight row once. split: warps that share a weight row (1, 2, 4 or 8), 0

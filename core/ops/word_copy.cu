@@ -6,6 +6,7 @@
 // memory directly over the bus (unified addressing maps page-locked memory).
 #include <cuda_runtime.h>
 
+#include "core/common/env_flag.hpp"
 #include "core/ops/kernels.hpp"
 
 namespace aph::ops::kernels {
@@ -37,6 +38,18 @@ __global__ void copy_words_kernel(uint32_t* dst, const uint32_t* src, int64_t wo
 }
 
 }  // namespace
+
+bool kernel_copies_enabled() {
+  static const bool on = env_flag("APH_KERNEL_COPIES", true);
+  return on;
+}
+
+void* pinned_on_device(void* host) {
+  void* dev = nullptr;
+  if (cudaHostGetDevicePointer(&dev, host, 0) == cudaSuccess) return dev;
+  (void)cudaGetLastError();  // not mapped: the caller keeps to the copy engine
+  return nullptr;
+}
 
 int copy_words(uint32_t* dst, const uint32_t* src, int64_t words, const uint32_t* patch, int64_t patch_at,
                int64_t patch_words, void* stream) {

@@ -7,7 +7,6 @@
 #ifdef APH_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "core/common/env_flag.hpp"
 #include "core/ops/kernels.hpp"
 #endif
 
@@ -61,18 +60,13 @@ void* PinnedBuffer::reserve(size_t bytes) {
   const size_t want = bytes + bytes / 2;
   ok(cudaMallocHost(&data_, want), "cudaMallocHost");
   bytes_ = want;
-  on_device_ = nullptr;
-  if (cudaHostGetDevicePointer(&on_device_, data_, 0) != cudaSuccess) {
-    on_device_ = nullptr;
-    (void)cudaGetLastError();
-  }
+  on_device_ = ops::kernels::pinned_on_device(data_);
   return data_;
 }
 
 void PinnedBuffer::fill_from_device(const void* src, size_t bytes, void* stream) {
-  static const bool kernel_copies = env_flag("APH_KERNEL_COPIES", true);
   void* dst = reserve(bytes);
-  if (kernel_copies && on_device_ != nullptr && bytes % 4 == 0) {
+  if (ops::kernels::kernel_copies_enabled() && on_device_ != nullptr && bytes % 4 == 0) {
     const int rc = ops::kernels::copy_words(static_cast<uint32_t*>(on_device_), static_cast<const uint32_t*>(src),
                                             static_cast<int64_t>(bytes / 4), nullptr, 0, 0, stream);
     ok(static_cast<cudaError_t>(rc), "copy_words (to host)");

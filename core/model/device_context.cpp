@@ -3,6 +3,8 @@
 #include "core/common/error.hpp"
 
 #ifdef APH_HAVE_CUDA
+#include <algorithm>
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -63,20 +65,35 @@ void* DeviceContext::staging(size_t bytes) {
   return staging_;
 }
 
-void DeviceContext::upload(void* dst, const void* src, size_t bytes, const void* fed, size_t fed_at,
+void DeviceContext::upload(void* dst, const void* src, std::span<const Range> used, const void* fed, size_t fed_at,
                            size_t fed_bytes) {
+  if (used.empty()) return;
+  size_t lo = used.front().at, hi = 0;
+  bool whole_words = fed_bytes % 4 == 0 && fed_at % 4 == 0;
+  for (const Range& r : used) {
+    lo = std::min(lo, r.at);
+    hi = std::max(hi, r.at + r.bytes);
+    whole_words = whole_words && (r.at | r.bytes) % 4 == 0;
+  }
   const auto* host = static_cast<const char*>(src);
   const auto* base = static_cast<const char*>(staging_);
-  const bool in_staging = staging_on_device_ != nullptr && host >= base && host + bytes <= base + staging_bytes_;
-  const bool whole_words = (bytes | fed_at | fed_bytes) % 4 == 0 && fed_at + fed_bytes <= bytes;
-  if (ops::kernels::kernel_copies_enabled() && in_staging && whole_words) {
+  const bool in_staging = staging_on_device_ != nullptr && host >= base && host + hi <= base + staging_bytes_;
+  if (ops::kernels::kernel_copies_enabled() && in_staging && whole_words && (host - base) % 4 == 0 &&
+      used.size() <= static_cast<size_t>(ops::kernels::WordSpans::kMax)) {
+    ops::kernels::WordSpans spans;
+    for (const Range& r : used) {
+      spans.first[spans.count] = static_cast<int64_t>(r.at / 4);
+      spans.words[spans.count] = static_cast<int64_t>(r.bytes / 4);
+      ++spans.count;
+    }
     const auto* src_dev = static_cast<const uint32_t*>(staging_on_device_) + (host - base) / 4;
-    const int rc = ops::kernels::copy_words(static_cast<uint32_t*>(dst), src_dev, static_cast<int64_t>(bytes / 4),
-                                            static_cast<const uint32_t*>(fed), static_cast<int64_t>(fed_at / 4),
-                                            static_cast<int64_t>(fed_bytes / 4), stream_);
+    const int rc = ops::kernels::copy_word_spans(static_cast<uint32_t*>(dst), src_dev, spans,
+                                                 static_cast<const uint32_t*>(fed), static_cast<int64_t>(fed_at / 4),
+                                                 static_cast<int64_t>(fed_bytes / 4), stream_);
     ck(static_cast<cudaError_t>(rc), "copy_words (batch metadata)");
   } else {
-    ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, S(stream_)), "cudaMemcpyAsync (batch metadata)");
+    ck(cudaMemcpyAsync(static_cast<char*>(dst) + lo, host + lo, hi - lo, cudaMemcpyHostToDevice, S(stream_)),
+       "cudaMemcpyAsync (batch metadata)");
     if (fed != nullptr)
       ck(cudaMemcpyAsync(static_cast<char*>(dst) + fed_at, fed, fed_bytes, cudaMemcpyDeviceToDevice, S(stream_)),
          "cudaMemcpyAsync (fed token ids)");
@@ -128,7 +145,7 @@ namespace {
 DeviceContext::DeviceContext(int32_t device) : device_(device) { no_cuda(); }
 DeviceContext::~DeviceContext() = default;
 void* DeviceContext::staging(size_t) { no_cuda(); }
-void DeviceContext::upload(void*, const void*, size_t, const void*, size_t, size_t) { no_cuda(); }
+void DeviceContext::upload(void*, const void*, std::span<const Range>, const void*, size_t, size_t) { no_cuda(); }
 void DeviceContext::wait_staging() { no_cuda(); }
 int64_t DeviceContext::used_bytes() const { return 0; }
 void DeviceContext::begin_capture() { no_cuda(); }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 
 namespace aph::model {
 
@@ -20,13 +21,19 @@ class DeviceContext {
   void* blas() const { return blas_; }
   // Pinned host memory of at least `bytes` (contents kept on growth only up to the old size).
   void* staging(size_t bytes);
-  // Async copy of `bytes` from the staging buffer (src points into it) to
-  // dst on the stream, with `fed_bytes` from the device pointer `fed` laid
-  // over dst's bytes [fed_at, fed_at + fed_bytes) (ids fed from the sampler;
-  // fed NULL: none). The staging buffer may be rewritten after the next
-  // wait_staging(). One kernel reads the staging over the bus and the fed
-  // ids (APH_KERNEL_COPIES, on by default); =0: two copy-engine copies.
-  void upload(void* dst, const void* src, size_t bytes, const void* fed = nullptr, size_t fed_at = 0,
+  // Async copy of the byte ranges `used` (offsets from src and dst alike)
+  // from the staging buffer (src points into it) to dst on the stream, with
+  // `fed_bytes` from the device pointer `fed` laid over dst's bytes
+  // [fed_at, fed_at + fed_bytes), which must lie inside one range (ids fed
+  // from the sampler; fed NULL: none). The staging buffer may be rewritten
+  // after the next wait_staging(). One kernel reads the ranges over the bus
+  // and the fed ids (APH_KERNEL_COPIES, on by default); =0: the copy engine
+  // moves everything from the first range's start to the last one's end,
+  // then the fed ids.
+  struct Range {
+    size_t at = 0, bytes = 0;
+  };
+  void upload(void* dst, const void* src, std::span<const Range> used, const void* fed = nullptr, size_t fed_at = 0,
               size_t fed_bytes = 0);
   void wait_staging();
   // Bytes of device memory in use now (cudaMemGetInfo), for profiling.

@@ -306,8 +306,15 @@ Runner::Meta Runner::stage(const StepBatch& b, int64_t padded_seqs, int32_t tabl
     ctx[i] = 1;
     for (int32_t j = 0; j < table_width; ++j) tab[i * table_width + j] = pad_block_;
   }
-  const size_t total = off_[6] + (b.logits_indices.size() + (sp - s)) * 4;
-  device_ctx_->upload(meta_dev_.data(), host, total, fed_ids_, off_[0],
+  // Only the used part of each section: they are reserved for the largest
+  // step (394,260 bytes on the 135M bench), a decode of one sequence uses a
+  // few hundred.
+  const size_t tpb = static_cast<size_t>(tp), spb = static_cast<size_t>(sp);
+  const DeviceContext::Range used[7] = {
+      {off_[0], tpb * 4},       {off_[1], tpb * 4}, {off_[2], (spb + 1) * 4}, {off_[3], spb * 4},
+      {off_[4], spb * static_cast<size_t>(table_width) * 4}, {off_[5], tpb * 8},
+      {off_[6], (b.logits_indices.size() + (spb - static_cast<size_t>(s))) * 4}};
+  device_ctx_->upload(meta_dev_.data(), host, used, fed_ids_, off_[0],
                       fed_ids_ != nullptr ? static_cast<size_t>(t) * sizeof(int32_t) : 0);
   char* dev = static_cast<char*>(meta_dev_.data());
   auto view = [&](int i, int64_t n, aph_dtype dt) { return Tensor::borrow(dev + off_[i], {n}, dt, device_); };

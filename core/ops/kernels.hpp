@@ -34,6 +34,18 @@ int convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n, v
 // dst or src may be page-locked host memory (unified addressing).
 int copy_words(uint32_t* dst, const uint32_t* src, int64_t words, const uint32_t* patch, int64_t patch_at,
                int64_t patch_words, void* stream);
+// Word spans [first[r], first[r] + words[r]) that copy_word_spans moves, at the
+// same offsets in dst and src; spans must not overlap.
+struct WordSpans {
+  static constexpr int kMax = 8;
+  int count = 0;
+  int64_t first[kMax] = {};
+  int64_t words[kMax] = {};
+};
+// copy_words over the spans only, in one launch: a step's metadata sections
+// are reserved for the largest step, a decode uses a few words of each.
+int copy_word_spans(uint32_t* dst, const uint32_t* src, const WordSpans& spans, const uint32_t* patch,
+                    int64_t patch_at, int64_t patch_words, void* stream);
 // Whether the copies between decode steps use copy_words (APH_KERNEL_COPIES,
 // on by default; read once).
 bool kernel_copies_enabled();

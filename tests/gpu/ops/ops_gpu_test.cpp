@@ -285,4 +285,55 @@ TEST(OpsGpu, CopyWordsBetweenPinnedHostAndDevice) {
   }
 }
 
+// copy_word_spans: only the spans reach the destination (the rest keeps what
+// it held), the patch lands inside one span, and spans of zero words and a
+// span at the very end are handled.
+TEST(OpsGpu, CopyWordSpansLeaveTheRestAlone) {
+  Cuda cu;
+  constexpr int64_t kWords = 9000;
+  uint32_t* host = nullptr;
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&host), kWords * 4), cudaSuccess);
+  void* host_dev = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(&host_dev, host, 0), cudaSuccess);
+  for (int64_t i = 0; i < kWords; ++i) host[i] = static_cast<uint32_t>(i * 2246822519u + 1);
+  ops::kernels::WordSpans spans;
+  const int64_t first[] = {0, 17, 40, 1000, 1024, 5000, 8990};
+  const int64_t words[] = {3, 1, 0, 24, 1500, 1, 10};
+  for (int r = 0; r < 7; ++r) {
+    spans.first[r] = first[r];
+    spans.words[r] = words[r];
+  }
+  spans.count = 7;
+  constexpr uint32_t kOld = 0xDEADBEEFu;
+  const std::vector<uint32_t> patch = {0xA1u, 0xA2u, 0xA3u, 0xA4u, 0xA5u};
+  const int64_t patch_at = 1100;
+  std::vector<uint32_t> back(kWords, kOld);
+  uint32_t *dev = nullptr, *patch_dev = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), kWords * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&patch_dev), patch.size() * 4), cudaSuccess);
+  cudaMemcpy(dev, back.data(), kWords * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(patch_dev, patch.data(), patch.size() * 4, cudaMemcpyHostToDevice);
+  ASSERT_EQ(ops::kernels::copy_word_spans(dev, static_cast<const uint32_t*>(host_dev), spans, patch_dev, patch_at,
+                                          static_cast<int64_t>(patch.size()), cu.stream),
+            0);
+  ASSERT_EQ(cudaStreamSynchronize(cu.stream), cudaSuccess);
+  cudaMemcpy(back.data(), dev, kWords * 4, cudaMemcpyDeviceToHost);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < kWords; ++i) {
+    uint32_t want = kOld;
+    for (int r = 0; r < 7; ++r)
+      if (i >= first[r] && i < first[r] + words[r]) want = host[i];
+    if (i >= patch_at && i < patch_at + static_cast<int64_t>(patch.size())) want = patch[i - patch_at];
+    wrong += back[i] != want;
+  }
+  EXPECT_EQ(wrong, 0);
+  spans.count = ops::kernels::WordSpans::kMax + 1;
+  EXPECT_NE(ops::kernels::copy_word_spans(dev, static_cast<const uint32_t*>(host_dev), spans, nullptr, 0, 0,
+                                          cu.stream),
+            0);
+  cudaFree(patch_dev);
+  cudaFree(dev);
+  cudaFreeHost(host);
+}
+
 }  // namespace

@@ -16,6 +16,14 @@ inline constexpr int32_t kDecodeHeadsPerCta = 8;
 // Enough CTAs to keep ~4 per SM busy on an H100/H200-class part (132 SMs);
 // fixed so a plan never depends on which device is asked.
 inline constexpr int32_t kDecodeTargetCtas = 512;
+// APH_DECODE_TARGET_CTAS overrides it (docs/CONFIG.md), for measuring.
+inline int32_t decode_target_ctas() {
+  static const int32_t ctas = [] {
+    const long t = env_int("APH_DECODE_TARGET_CTAS", 0);
+    return t > 0 && t <= (1 << 16) ? static_cast<int32_t>(t) : kDecodeTargetCtas;
+  }();
+  return ctas;
+}
 // The grid's split count (a host decision at capture time, from the longest
 // context) gives each split at least this many tokens: at 8k context on the
 // H200 (8B Q4_K_M), 64 splits of 128 tokens gave 249.5 tok/s, 32 of 256 276.0.
@@ -93,7 +101,7 @@ inline int32_t decode_head_ctas(int32_t num_heads, int32_t num_kv_heads) {
 // stays correct when contexts grow (it only splits less finely).
 inline int32_t decode_splits(int32_t n_seqs, int32_t head_ctas, int32_t max_context_len) {
   int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(n_seqs) * head_ctas);
-  int32_t s = ceil_div(kDecodeTargetCtas, ctas);
+  int32_t s = ceil_div(decode_target_ctas(), ctas);
   s = std::min(s, ceil_div(std::max(max_context_len, 1), decode_min_partition()));
   return std::clamp(s, 1, kDecodeMaxSplits);
 }

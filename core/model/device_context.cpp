@@ -70,15 +70,17 @@ void DeviceContext::upload(void* dst, const void* src, std::span<const Range> us
   if (used.empty()) return;
   size_t lo = used.front().at, hi = 0;
   bool whole_words = fed_bytes % 4 == 0 && fed_at % 4 == 0;
+  bool fed_inside = fed == nullptr;  // the kernel writes only the spans: the fed ids must fall in one
   for (const Range& r : used) {
     lo = std::min(lo, r.at);
     hi = std::max(hi, r.at + r.bytes);
     whole_words = whole_words && (r.at | r.bytes) % 4 == 0;
+    fed_inside = fed_inside || (fed_at >= r.at && fed_at + fed_bytes <= r.at + r.bytes);
   }
   const auto* host = static_cast<const char*>(src);
   const auto* base = static_cast<const char*>(staging_);
   const bool in_staging = staging_on_device_ != nullptr && host >= base && host + hi <= base + staging_bytes_;
-  if (ops::kernels::kernel_copies_enabled() && in_staging && whole_words && (host - base) % 4 == 0 &&
+  if (ops::kernels::kernel_copies_enabled() && in_staging && whole_words && fed_inside && (host - base) % 4 == 0 &&
       used.size() <= static_cast<size_t>(ops::kernels::WordSpans::kMax)) {
     ops::kernels::WordSpans spans;
     for (const Range& r : used) {

@@ -18,10 +18,8 @@ inline constexpr int32_t kDecodeHeadsPerCta = 8;
 inline constexpr int32_t kDecodeTargetCtas = 512;
 // APH_DECODE_TARGET_CTAS overrides it (docs/CONFIG.md), for measuring.
 inline int32_t decode_target_ctas() {
-  static const int32_t ctas = [] {
-    const long t = env_int("APH_DECODE_TARGET_CTAS", 0);
-    return t > 0 && t <= (1 << 16) ? static_cast<int32_t>(t) : kDecodeTargetCtas;
-  }();
+  static const auto ctas =
+      static_cast<int32_t>(env_positive("APH_DECODE_TARGET_CTAS", kDecodeTargetCtas, 1L << 16));
   return ctas;
 }
 // The grid's split count (a host decision at capture time, from the longest
@@ -30,10 +28,8 @@ inline int32_t decode_target_ctas() {
 inline constexpr int32_t kDecodeMinPartition = 256;
 // APH_DECODE_MIN_PARTITION overrides it (docs/CONFIG.md), for measuring.
 inline int32_t decode_min_partition() {
-  static const int32_t tokens = [] {
-    const long t = env_int("APH_DECODE_MIN_PARTITION", 0);
-    return t > 0 && t <= (1 << 20) ? static_cast<int32_t>(t) : kDecodeMinPartition;
-  }();
+  static const auto tokens =
+      static_cast<int32_t>(env_positive("APH_DECODE_MIN_PARTITION", kDecodeMinPartition, 1L << 20));
   return tokens;
 }
 // On the device a sequence uses only as many of the grid's splits as keep
@@ -47,10 +43,8 @@ inline constexpr int32_t kDecodeMinSplitTokens = 64;
 // for measuring: a larger value means fewer, longer splits (fewer partials to
 // merge, less parallelism), a smaller one more CTAs on a short context.
 inline int32_t decode_split_tokens() {
-  static const int32_t tokens = [] {
-    const long t = env_int("APH_DECODE_SPLIT_TOKENS", 0);
-    return t > 0 && t <= (1 << 20) ? static_cast<int32_t>(t) : kDecodeMinSplitTokens;
-  }();
+  static const auto tokens = static_cast<int32_t>(
+      env_positive("APH_DECODE_SPLIT_TOKENS", kDecodeMinSplitTokens, 1L << 20));
   return tokens;
 }
 inline constexpr int32_t kDecodeMaxSplits = 64;
@@ -79,7 +73,8 @@ inline constexpr int32_t kDecodeClusterContext = kDecodeMinSplitTokens * kDecode
 // stop 29; its GPU tests keep the large heads' cluster merge tested).
 inline constexpr int32_t kDecodeClusterMaxHeadDim = 64;
 inline int decode_short_clusters_mode() {
-  static const int mode = static_cast<int>(std::clamp<long>(env_int("APH_DECODE_SHORT_CLUSTERS", 1), 0, 2));
+  static const int mode =
+      static_cast<int>(std::clamp<long>(env_int("APH_DECODE_SHORT_CLUSTERS", 1), 0, 2));
   return mode;
 }
 inline bool decode_uses_clusters(int32_t n_seqs, bool short_contexts, int32_t head_dim) {
@@ -112,7 +107,8 @@ inline int32_t decode_splits(int32_t n_seqs, int32_t head_ctas, int32_t max_cont
 inline size_t decode_workspace_bytes(int32_t n_seqs, int32_t num_heads, int32_t head_dim,
                                      int32_t splits) {
   if (splits <= 1) return 0;
-  const size_t per_head = static_cast<size_t>(splits) * (head_dim + 2) * sizeof(float) + sizeof(int32_t);
+  const size_t per_head =
+      static_cast<size_t>(splits) * (head_dim + 2) * sizeof(float) + sizeof(int32_t);
   return static_cast<size_t>(n_seqs) * num_heads * per_head;
 }
 

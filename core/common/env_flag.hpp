@@ -25,4 +25,11 @@ inline long env_int(const char* name, long fallback) {
   return end == v ? fallback : n;
 }
 
+// env_int within [1, most], else `fallback` (the knobs that override a
+// positive count or length).
+inline long env_positive(const char* name, long fallback, long most) {
+  const long n = env_int(name, 0);
+  return n > 0 && n <= most ? n : fallback;
+}
+
 }  // namespace aph

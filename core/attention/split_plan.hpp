@@ -13,9 +13,12 @@ namespace aph::attention {
 
 // One decode CTA covers one (sequence, KV head, up to kDecodeHeadsPerCta query heads).
 inline constexpr int32_t kDecodeHeadsPerCta = 8;
-// Enough CTAs to keep ~4 per SM busy on an H100/H200-class part (132 SMs);
-// fixed so a plan never depends on which device is asked.
-inline constexpr int32_t kDecodeTargetCtas = 512;
+// About one CTA per SM of an H100/H200-class part (132 SMs); fixed so a plan
+// never depends on which device is asked. The tensor-core decode holds 2 CTAs
+// an SM, and fewer, longer splits measured faster than ~4 an SM at 8k context
+// (H100, stop 35, 512 against 128: 8B Q4_K_M 334.9 / 343.9 tok/s, bf16
+// 159.9 / 164.1; after 512 tokens and the 135M unchanged).
+inline constexpr int32_t kDecodeTargetCtas = 128;
 // APH_DECODE_TARGET_CTAS overrides it (docs/CONFIG.md), for measuring.
 inline int32_t decode_target_ctas() {
   static const auto ctas =
@@ -97,6 +100,10 @@ inline int32_t decode_head_ctas(int32_t num_heads, int32_t num_kv_heads) {
 inline int32_t decode_splits(int32_t n_seqs, int32_t head_ctas, int32_t max_context_len) {
   int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(n_seqs) * head_ctas);
   int32_t s = ceil_div(decode_target_ctas(), ctas);
+  // Past one cluster's worth, a multiple of 8, so a lone short sequence can
+  // still merge its splits in a cluster (cluster_size_for needs a divisor
+  // from 2 to 16): the 135M's 3 KV heads would otherwise ask for 43.
+  if (s > kDecodeMaxCluster) s -= s % 8;
   s = std::min(s, ceil_div(std::max(max_context_len, 1), decode_min_partition()));
   return std::clamp(s, 1, kDecodeMaxSplits);
 }

@@ -245,6 +245,18 @@ TEST(SplitPlan, WorkspaceCoversEveryPlan) {
   EXPECT_EQ(decode_splits(1, decode_head_ctas(32, 8), 17), 1);
 }
 
+// A split count the CTA target sets past one cluster leaves a cluster size
+// that divides it (cluster_size_for's condition).
+TEST(SplitPlan, LongPlansKeepAClusterDivisor) {
+  for (int32_t head_ctas = 1; head_ctas <= 64; ++head_ctas) {
+    for (int32_t n : {1, 2, 3}) {
+      const int32_t s = decode_splits(n, head_ctas, 1 << 20);
+      if (s <= kDecodeMaxCluster) continue;
+      EXPECT_EQ(s % 8, 0) << "head_ctas " << head_ctas << " n " << n << " splits " << s;
+    }
+  }
+}
+
 // Clusters by default: a lone sequence with a short context and small heads
 // (APH_DECODE_SHORT_CLUSTERS is not set under ctest).
 TEST(SplitPlan, ClustersForALoneShortSequenceOfSmallHeads) {

@@ -62,7 +62,8 @@
 #              the GGUF plugin are rebuilt for it)
 #   envab      the build as carried under each setting of AB_ENVS (space
 #              separated VAR=value, several joined by commas; e.g.
-#              "APH_GGUF_PRELOAD=1 APH_GGUF_PRELOAD=0,APH_PDL=0"),
+#              "APH_GGUF_PRELOAD=1 APH_GGUF_PRELOAD=0,APH_PDL=0"; AB_KV a
+#              --kv-cache-dtype, e.g. fp16 as bench/run.sh's rows),
 #              aph_bench_engine AB_CASES on AB_MODELS,
 #              runs interleaved over AB_ROUNDS rounds (env_ab.txt, medians)
 #   prepare    bench/run.sh's models only (8B bf16, Q4_K_M, Q8_0, 135M)
@@ -457,7 +458,8 @@ if want envab; then
         (IFS=, read -ra vars <<< "$setting"  # A=1,B=2: both at once
          export "${vars[@]}"
          timeout 150 $BIN/aph_bench_engine --model "$(ab_model $mname)" --label "$setting-$mname" \
-           --cases "${AB_CASES:-decode512}" --plugins "$APH_PLUGIN_DIR" 2>> "$OUT/env_ab.log" | grep RESULT >> "$OUT/env_ab.txt")
+           --cases "${AB_CASES:-decode512}" --plugins "$APH_PLUGIN_DIR" ${AB_KV:+--kv-cache-dtype "$AB_KV"} \
+           2>> "$OUT/env_ab.log" | grep RESULT >> "$OUT/env_ab.txt")
       done
     done
   done

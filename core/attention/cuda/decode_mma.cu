@@ -34,8 +34,11 @@
 // newest row (ctx - 1), which its lanes copy after it.
 //
 // Takes 16-bit caches whose type is the activations' (the MMA multiplies
-// like types) and fp8 caches (each lane widens the pieces it copied to f16
-// in a staging tile, and the MMAs run in f16, q converted once), head sizes
+// like types), f16 caches under bf16 activations (the MMAs run in f16, q
+// converted once: `--kv-cache-dtype fp16` on a bf16 model, bench/run.sh's
+// fp16 rows, took the streaming kernel before stop 36) and fp8 caches (each
+// lane widens the pieces it copied to f16 in a staging tile, and the MMAs
+// run in f16 as well), head sizes
 // that are multiples of 16 up to 128, and blocks of at least 16 tokens (a
 // step then spans at most two); launch_decode_mma says
 // cudaErrorNotSupported for the rest, which keep the other kernels.
@@ -90,7 +93,15 @@ struct MmaShape {
   static_assert(HD % 16 == 0, "whole MMA tiles");
 };
 
-// A pair of q elements as the MMA's T (from bf16 to f16 for an fp8 cache:
+// The MMA's element type: f16 for an f16 or fp8 cache (fp8 widens to f16
+// exactly), else the activations' (a bf16 cache under bf16 activations).
+template <typename ActT, typename KvT>
+using MmaElement = std::conditional_t<kIsFp8<KvT> || std::is_same_v<KvT, __half>, __half, ActT>;
+// Whether the kernel takes the pair: the cache's 16-bit type must be T.
+template <typename ActT, typename KvT>
+inline constexpr bool kMmaTakes = kIsFp8<KvT> || std::is_same_v<KvT, MmaElement<ActT, KvT>>;
+
+// A pair of q elements as the MMA's T (from bf16 to f16 for an f16 or fp8 cache:
 // exact within f16's range, which q's elements do not leave in practice;
 // clamped so that one that did cannot become inf).
 template <typename ActT, typename T>
@@ -119,13 +130,12 @@ __device__ __forceinline__ void widen16(const uint8_t* src, uint8_t* dst) {
   reinterpret_cast<uint4*>(dst)[1] = make_uint4(h[4], h[5], h[6], h[7]);
 }
 
-// T: the MMA's element type, the activations' for a 16-bit cache of that
-// type, f16 for fp8 (exact for both fp8 forms).
+// T: the MMA's element type (MmaElement).
 template <int HD, typename ActT, typename KvT>
 __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p) {
   cuda_pdl::allow_dependents();  // the output projection can launch
   using S = MmaShape<HD, KvT>;
-  using T = std::conditional_t<kIsFp8<KvT>, __half, ActT>;
+  using T = MmaElement<ActT, KvT>;
   constexpr bool kWiden = kIsFp8<KvT>;
   extern __shared__ __align__(16) uint8_t smem[];
   __shared__ float warp_m[kWarps][kG], warp_l[kWarps][kG];
@@ -362,7 +372,7 @@ cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int splits, int32_t* 
     constexpr int HD = decltype(hd)::value;
     using ActT = decltype(act);
     using KvT = decltype(kv);
-    if constexpr ((kIsFp8<KvT> || std::is_same_v<ActT, KvT>) && HD % 16 == 0 && HD <= 128)
+    if constexpr (kMmaTakes<ActT, KvT> && HD % 16 == 0 && HD <= 128)
       return launch_typed<HD, ActT, KvT>(a, splits, counters, clusters, stream);
     else
       return cudaErrorNotSupported;

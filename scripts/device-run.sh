@@ -140,8 +140,9 @@ fi
 if want gputests; then
   step "GPU tests"
   # model_speed_test times the GPU: it runs alone, after the others.
-  # GPU_TESTS=regex: only those.
-  (cd build-device && timeout 330 ctest -L gpu -E model_speed_test ${GPU_TESTS:+-R "$GPU_TESTS"} -j 4 --timeout 300 \
+  # GPU_TESTS=regex: only those; GPU_TEST_JOBS: tests at once (the six long
+  # attention tests, ~110 s each, are mostly their CPU references).
+  (cd build-device && timeout 330 ctest -L gpu -E model_speed_test ${GPU_TESTS:+-R "$GPU_TESTS"} -j "${GPU_TEST_JOBS:-4}" --timeout 300 \
      --output-on-failure) \
     > "$OUT/ctest-gpu.log" 2>&1
   record "ctest -L gpu (but the speed test)" $? ctest-gpu.log

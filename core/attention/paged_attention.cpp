@@ -102,7 +102,8 @@ void run_cuda(const PagedAttentionArgs& a) {
   int32_t splits = 1;
   if (a.n_seqs > 0 && a.n_tokens > 0) {
     const int32_t head_ctas = decode_head_ctas(a.num_heads, a.layout.num_kv_heads);
-    splits = decode_splits(a.n_seqs, head_ctas, a.max_context_len);
+    splits = decode_splits(a.n_seqs, head_ctas, a.max_context_len,
+                           decode_target_ctas(cuda::decode_on_tensor_cores(a)));
     // A smaller workspace than the plan wants only costs parallelism.
     const size_t have = a.workspace == nullptr ? 0 : a.workspace_bytes;
     splits = std::min(splits, decode_splits_that_fit(a.n_seqs, a.num_heads, a.layout.head_dim, have));
@@ -162,7 +163,7 @@ size_t paged_attention_workspace_bytes(int32_t max_seqs, int32_t num_heads, int3
   // sequence (one KV head), so any real model's plan fits.
   size_t most = 0;
   for (int32_t n = 1; n <= max_seqs; ++n) {
-    int32_t splits = decode_splits(n, 1, max_context_len);
+    int32_t splits = decode_splits(n, 1, max_context_len, decode_most_target_ctas());
     most = std::max(most, decode_workspace_bytes(n, num_heads, head_dim, splits));
   }
   return most;

@@ -13,18 +13,24 @@ namespace aph::attention {
 
 // One decode CTA covers one (sequence, KV head, up to kDecodeHeadsPerCta query heads).
 inline constexpr int32_t kDecodeHeadsPerCta = 8;
-// About one CTA per SM of an H100/H200-class part (132 SMs); fixed so a plan
-// never depends on which device is asked. The tensor-core decode holds 2 CTAs
-// an SM, and fewer, longer splits measured faster than ~4 an SM at 8k context
-// (H100, stop 35, 512 against 128: 8B Q4_K_M 334.9 / 343.9 tok/s, bf16
-// 159.9 / 164.1; after 512 tokens and the 135M unchanged).
-inline constexpr int32_t kDecodeTargetCtas = 128;
-// APH_DECODE_TARGET_CTAS overrides it (docs/CONFIG.md), for measuring.
-inline int32_t decode_target_ctas() {
-  static const auto ctas =
-      static_cast<int32_t>(env_positive("APH_DECODE_TARGET_CTAS", kDecodeTargetCtas, 1L << 16));
-  return ctas;
+// The tensor-core decode (decode_mma.cu) holds 2 CTAs an SM, and fewer,
+// longer splits measured faster for it: about one CTA per SM of an
+// H100/H200-class part (132 SMs) against ~4 (H100, stop 35, 512 against 128:
+// 8B Q4_K_M at 8k 334.9 / 343.9 tok/s, bf16 159.9 / 164.1; after 512 tokens
+// and the 135M unchanged). The streaming kernel, which keeps head size 256,
+// went the other way (8B Q4_K_M at 8k 312.7 with 128, 330.8 with 512, two
+// H100s, stop 36), so it keeps ~4 an SM. Fixed, so a plan never depends on
+// which device is asked.
+inline constexpr int32_t kDecodeTargetCtasTensorCores = 128;
+inline constexpr int32_t kDecodeTargetCtasOther = 512;
+// APH_DECODE_TARGET_CTAS overrides both (docs/CONFIG.md), for measuring.
+inline int32_t decode_target_ctas(bool tensor_cores) {
+  static const long forced = env_positive("APH_DECODE_TARGET_CTAS", 0, 1L << 16);
+  if (forced > 0) return static_cast<int32_t>(forced);
+  return tensor_cores ? kDecodeTargetCtasTensorCores : kDecodeTargetCtasOther;
 }
+// The most any plan asks for (workspace sizing).
+inline int32_t decode_most_target_ctas() { return std::max(decode_target_ctas(true), decode_target_ctas(false)); }
 // The grid's split count (a host decision at capture time, from the longest
 // context) gives each split at least this many tokens: at 8k context on the
 // H200 (8B Q4_K_M), 64 splits of 128 tokens gave 249.5 tok/s, 32 of 256 276.0.
@@ -97,9 +103,9 @@ inline int32_t decode_head_ctas(int32_t num_heads, int32_t num_kv_heads) {
 // The split count is a host decision; each split's token range is computed on
 // the device from context_lens, so a graph captured at one max_context_len
 // stays correct when contexts grow (it only splits less finely).
-inline int32_t decode_splits(int32_t n_seqs, int32_t head_ctas, int32_t max_context_len) {
+inline int32_t decode_splits(int32_t n_seqs, int32_t head_ctas, int32_t max_context_len, int32_t target_ctas) {
   int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(n_seqs) * head_ctas);
-  int32_t s = ceil_div(decode_target_ctas(), ctas);
+  int32_t s = ceil_div(std::max(target_ctas, 1), ctas);
   // Past one cluster's worth, a multiple of 8, so a lone short sequence can
   // still merge its splits in a cluster (cluster_size_for needs a divisor
   // from 2 to 16): the 135M's 3 KV heads would otherwise ask for 43.

@@ -365,9 +365,18 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
 
 }  // namespace
 
+bool decode_mma_takes_shape(const PagedAttentionArgs& a) {
+  if (a.layout.block_size < kTile) return false;
+  return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) -> cudaError_t {
+           constexpr int HD = decltype(hd)::value;
+           return kMmaTakes<decltype(act), decltype(kv)> && HD % 16 == 0 && HD <= 128 ? cudaSuccess
+                                                                                       : cudaErrorNotSupported;
+         }) == cudaSuccess;
+}
+
 cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
                               cudaStream_t stream) {
-  if (a.layout.block_size < kTile) return cudaErrorNotSupported;
+  if (!decode_mma_takes_shape(a)) return cudaErrorNotSupported;
   return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) -> cudaError_t {
     constexpr int HD = decltype(hd)::value;
     using ActT = decltype(act);

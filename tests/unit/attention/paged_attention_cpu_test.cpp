@@ -219,10 +219,12 @@ TEST(SplitPlan, WorkspaceCoversEveryPlan) {
     size_t ws = paged_attention_workspace_bytes(64, 32, 128, ctx);
     for (int32_t n : {1, 2, 7, 64}) {
       for (int32_t kvh : {1, 8, 32}) {
-        int32_t splits = decode_splits(n, decode_head_ctas(32, kvh), ctx);
-        EXPECT_GE(splits, 1);
-        EXPECT_LE(splits, kDecodeMaxSplits);
-        EXPECT_LE(decode_workspace_bytes(n, 32, 128, splits), ws) << ctx << " " << n << " " << kvh;
+        for (bool tensor_cores : {false, true}) {
+          int32_t splits = decode_splits(n, decode_head_ctas(32, kvh), ctx, decode_target_ctas(tensor_cores));
+          EXPECT_GE(splits, 1);
+          EXPECT_LE(splits, kDecodeMaxSplits);
+          EXPECT_LE(decode_workspace_bytes(n, 32, 128, splits), ws) << ctx << " " << n << " " << kvh;
+        }
       }
     }
   }
@@ -240,19 +242,24 @@ TEST(SplitPlan, WorkspaceCoversEveryPlan) {
   }
   EXPECT_EQ(decode_splits_that_fit(3, 32, 128, decode_workspace_bytes(3, 32, 128, 17)), 17);
   // One long sequence is split so it fills the GPU; a full batch is not split.
-  EXPECT_GE(decode_splits(1, decode_head_ctas(32, 8), 8192), 16);
-  EXPECT_EQ(decode_splits(64, decode_head_ctas(32, 8), 512), 1);
-  EXPECT_EQ(decode_splits(1, decode_head_ctas(32, 8), 17), 1);
+  for (bool tensor_cores : {false, true}) {
+    const int32_t target = decode_target_ctas(tensor_cores);
+    EXPECT_GE(decode_splits(1, decode_head_ctas(32, 8), 8192, target), 16);
+    EXPECT_EQ(decode_splits(64, decode_head_ctas(32, 8), 512, target), 1);
+    EXPECT_EQ(decode_splits(1, decode_head_ctas(32, 8), 17, target), 1);
+  }
 }
 
 // A split count the CTA target sets past one cluster leaves a cluster size
 // that divides it (cluster_size_for's condition).
 TEST(SplitPlan, LongPlansKeepAClusterDivisor) {
-  for (int32_t head_ctas = 1; head_ctas <= 64; ++head_ctas) {
-    for (int32_t n : {1, 2, 3}) {
-      const int32_t s = decode_splits(n, head_ctas, 1 << 20);
-      if (s <= kDecodeMaxCluster) continue;
-      EXPECT_EQ(s % 8, 0) << "head_ctas " << head_ctas << " n " << n << " splits " << s;
+  for (int32_t target : {decode_target_ctas(true), decode_target_ctas(false), 300}) {
+    for (int32_t head_ctas = 1; head_ctas <= 64; ++head_ctas) {
+      for (int32_t n : {1, 2, 3}) {
+        const int32_t s = decode_splits(n, head_ctas, 1 << 20, target);
+        if (s <= kDecodeMaxCluster) continue;
+        EXPECT_EQ(s % 8, 0) << "target " << target << " head_ctas " << head_ctas << " n " << n << " splits " << s;
+      }
     }
   }
 }

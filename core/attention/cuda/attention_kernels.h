@@ -35,15 +35,14 @@ cudaError_t launch_decode_stream(const PagedAttentionArgs& args, int splits, int
 // own 16-token steps and multiplies them on tensor cores. cudaErrorNotSupported
 // (nothing launched) for what it does not take: a bf16 cache under f16
 // activations, head sizes past 128 or not multiples of 16, blocks of fewer
-// than 16 tokens (decode_mma_takes_shape false), a GPU with too little shared
-// memory a CTA.
+// than 16 tokens, a GPU with too little shared memory a CTA
+// (decode_mma_takes false).
 cudaError_t launch_decode_mma(const PagedAttentionArgs& args, int splits, int32_t* counters, bool clusters,
                               cudaStream_t stream);
-bool decode_mma_takes_shape(const PagedAttentionArgs& args);
+bool decode_mma_takes(const PagedAttentionArgs& args);
 
 // Whether launch_decode gives this launch to the tensor-core kernel (its mode
-// and the shape; the shared-memory check aside), for the split plan's CTA
-// target (split_plan.hpp).
+// and decode_mma_takes), for the split plan's CTA target (split_plan.hpp).
 bool decode_on_tensor_cores(const PagedAttentionArgs& args);
 
 // Flash-attention-style tiles for sequences with q_len > 1 (tensor cores).

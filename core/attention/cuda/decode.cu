@@ -552,7 +552,7 @@ bool mma_takes(bool clusters) {
 }  // namespace
 
 bool decode_on_tensor_cores(const PagedAttentionArgs& a) {
-  return mma_takes(decode_uses_clusters(a.n_seqs, a.short_contexts, a.layout.head_dim)) && decode_mma_takes_shape(a);
+  return mma_takes(decode_uses_clusters(a.n_seqs, a.short_contexts, a.layout.head_dim)) && decode_mma_takes(a);
 }
 
 cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* counters,

@@ -346,45 +346,53 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
                                        mail_arrived_ptr, clustered);
 }
 
-template <int HD, typename ActT, typename KvT>
-cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
-                         cudaStream_t stream) {
-  constexpr int smem = MmaShape<HD, KvT>::kSmemBytes;
-  auto kernel = decode_mma_kernel<HD, ActT, KvT>;
-  // A GPU with less shared memory a CTA than the rings need (104 KB at head
-  // size 128 with a 16-bit cache; sm_86 and sm_89 allow 99 KB) keeps the
-  // other kernels.
+// A GPU with less shared memory a CTA than the rings need (104 KB at head
+// size 128 with a 16-bit cache; sm_86 and sm_89 allow 99 KB) keeps the other
+// kernels: cudaErrorNotSupported.
+cudaError_t smem_fits(int smem) {
   int device = 0, max_smem = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (e != cudaSuccess) return e;
-  if (smem > max_smem) return cudaErrorNotSupported;
+  return smem > max_smem ? cudaErrorNotSupported : cudaSuccess;
+}
+
+template <int HD, typename ActT, typename KvT>
+cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
+                         cudaStream_t stream) {
+  constexpr int smem = MmaShape<HD, KvT>::kSmemBytes;
+  const cudaError_t e = smem_fits(smem);
+  if (e != cudaSuccess) return e;
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
-  return launch_tail_kernel<HD>(kernel, p, a.n_seqs, kThreads, smem, clusters, stream);
+  return launch_tail_kernel<HD>(decode_mma_kernel<HD, ActT, KvT>, p, a.n_seqs, kThreads, smem, clusters, stream);
+}
+
+// The launch's types, head size and blocks as the kernel takes them: f(HD,
+// ActT, KvT) for those, cudaErrorNotSupported for the rest.
+template <typename F>
+cudaError_t dispatch_taken(const PagedAttentionArgs& a, F&& f) {
+  if (a.layout.block_size < kTile) return cudaErrorNotSupported;
+  return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) -> cudaError_t {
+    constexpr int HD = decltype(hd)::value;
+    if constexpr (kMmaTakes<decltype(act), decltype(kv)> && HD % 16 == 0 && HD <= 128)
+      return f(hd, act, kv);
+    else
+      return cudaErrorNotSupported;
+  });
 }
 
 }  // namespace
 
-bool decode_mma_takes_shape(const PagedAttentionArgs& a) {
-  if (a.layout.block_size < kTile) return false;
-  return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) -> cudaError_t {
-           constexpr int HD = decltype(hd)::value;
-           return kMmaTakes<decltype(act), decltype(kv)> && HD % 16 == 0 && HD <= 128 ? cudaSuccess
-                                                                                       : cudaErrorNotSupported;
+bool decode_mma_takes(const PagedAttentionArgs& a) {
+  return dispatch_taken(a, [&](auto hd, auto, auto kv) {
+           return smem_fits(MmaShape<decltype(hd)::value, decltype(kv)>::kSmemBytes);
          }) == cudaSuccess;
 }
 
 cudaError_t launch_decode_mma(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
                               cudaStream_t stream) {
-  if (!decode_mma_takes_shape(a)) return cudaErrorNotSupported;
-  return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) -> cudaError_t {
-    constexpr int HD = decltype(hd)::value;
-    using ActT = decltype(act);
-    using KvT = decltype(kv);
-    if constexpr (kMmaTakes<ActT, KvT> && HD % 16 == 0 && HD <= 128)
-      return launch_typed<HD, ActT, KvT>(a, splits, counters, clusters, stream);
-    else
-      return cudaErrorNotSupported;
+  return dispatch_taken(a, [&](auto hd, auto act, auto kv) {
+    return launch_typed<decltype(hd)::value, decltype(act), decltype(kv)>(a, splits, counters, clusters, stream);
   });
 }
 

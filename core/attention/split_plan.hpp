@@ -18,9 +18,9 @@ inline constexpr int32_t kDecodeHeadsPerCta = 8;
 // H100/H200-class part (132 SMs) against ~4 (H100, stop 35, 512 against 128:
 // 8B Q4_K_M at 8k 334.9 / 343.9 tok/s, bf16 159.9 / 164.1; after 512 tokens
 // and the 135M unchanged). The streaming kernel, which keeps head size 256,
-// went the other way (8B Q4_K_M at 8k 312.7 with 128, 330.8 with 512, two
-// H100s, stop 36), so it keeps ~4 an SM. Fixed, so a plan never depends on
-// which device is asked.
+// went the other way (H100, stop 36, 8B Q4_K_M at 8k, fp16 KV: 331.4 with
+// 512, 313.4 with 128), so it keeps ~4 an SM. Fixed, so a plan never depends
+// on which device is asked.
 inline constexpr int32_t kDecodeTargetCtasTensorCores = 128;
 inline constexpr int32_t kDecodeTargetCtasOther = 512;
 // APH_DECODE_TARGET_CTAS overrides both (docs/CONFIG.md), for measuring.

@@ -560,10 +560,8 @@ cudaError_t launch_decode(const PagedAttentionArgs& a, int splits, int32_t* coun
   if (a.n_seqs == 0) return cudaSuccess;
   if (splits > 1 && counters == nullptr) return cudaErrorInvalidValue;
   const bool clusters = decode_uses_clusters(a.n_seqs, a.short_contexts, a.layout.head_dim);
-  if (mma_takes(clusters)) {
-    const cudaError_t e = launch_decode_mma(a, splits, counters, clusters, stream);
-    if (e != cudaErrorNotSupported) return e;
-  }
+  // The same choice the split plan made (paged_attention.cpp).
+  if (decode_on_tensor_cores(a)) return launch_decode_mma(a, splits, counters, clusters, stream);
   if (stream_takes(clusters)) return launch_decode_stream(a, splits, counters, clusters, stream);
   return dispatch_attention_types(a, [&](auto hd, auto act, auto kv) {
     return launch_typed<decltype(hd)::value, decltype(act), decltype(kv)>(a, splits, counters, clusters, stream);

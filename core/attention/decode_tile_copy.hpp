@@ -22,23 +22,35 @@
 
 namespace aph::attention {
 
+// The byte of piece `chunk` of tile row `row` in shared memory, rows
+// ring_stride apart. Padded rows (ring_stride 16 bytes past the row) put the
+// 8 rows that one ldmatrix phase reads at one piece in 8 different bank
+// groups; with `swizzle` the rows are unpadded and piece c of row r sits at
+// c ^ (r % 8) instead (rows of whole groups of 8 pieces), the same spread in
+// 16 bytes a row less: at head size 128 the tensor-core decode's rings then
+// need 98,304 bytes a CTA instead of 104,448, under the 101,376 that sm_86
+// and sm_89 allow.
+APH_DECODE_HD int32_t ring_piece(int row, int chunk, int32_t ring_stride, bool swizzle) {
+  return row * ring_stride + (swizzle ? chunk ^ (row & 7) : chunk) * 16;
+}
+
 // A lane's copies of a step: copy u is piece lane + 32 u, row `row[u]` of
 // the tile (kTile when past the tile's pieces: no copy), at byte `rel[u]`
 // from its row's slot in the cache (row * slot_stride + chunk * 16) and at
-// byte `ring[u]` of the tile in shared memory (rows ring_stride apart).
+// byte `ring[u]` of the tile in shared memory (ring_piece).
 template <int kTile, int kChunks>
 struct TileLane {
   static constexpr int kPieces = kTile * kChunks;
   static constexpr int kRounds = (kPieces + 31) / 32;
   int32_t row[kRounds], rel[kRounds], ring[kRounds];
 
-  APH_DECODE_HD TileLane(int lane, int32_t slot_stride, int32_t ring_stride) {
+  APH_DECODE_HD TileLane(int lane, int32_t slot_stride, int32_t ring_stride, bool swizzle = false) {
     for (int u = 0; u < kRounds; ++u) {
       const int i = lane + 32 * u;
       const int r = i < kPieces ? i / kChunks : kTile, chunk = i % kChunks;
       row[u] = r;
       rel[u] = r * slot_stride + chunk * 16;
-      ring[u] = r * ring_stride + chunk * 16;
+      ring[u] = ring_piece(r, chunk, ring_stride, swizzle);
     }
   }
 };

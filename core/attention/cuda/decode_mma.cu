@@ -27,7 +27,9 @@
 // of K and V (16 KB at head size 128) stay in flight a warp while it
 // computes, with no CTA barrier until the end, where the warps' partials meet
 // as in the streaming kernel (decode_tail.cuh). Rows are padded by 16 bytes
-// so that ldmatrix's 8 rows fall in different banks.
+// so that ldmatrix's 8 rows fall in different banks; on a GPU where those
+// rings do not fit, 16-bit rows go unpadded with their pieces swizzled
+// (MmaRings).
 //
 // Launched as a programmatic dependent of the KV write, as the streaming
 // kernel: the first kStages - 1 steps are issued before the wait, less the
@@ -58,6 +60,7 @@
 #include "core/common/cuda_async_copy.cuh"
 #include "core/common/cuda_mma.cuh"
 #include "core/common/cuda_pdl.cuh"
+#include "core/common/env_flag.hpp"
 
 namespace aph::attention::cuda {
 namespace {
@@ -72,11 +75,19 @@ constexpr int kStages = 3;              // a warp's ring: two steps in flight an
 constexpr int kTile = 16;               // tokens a warp step: the MMA's k for P V
 constexpr int kG = kDecodeHeadsPerCta;  // query heads a CTA: the MMA's n (8)
 
-template <int HD, typename KvT>
+// kCompact: 16-bit rows of whole groups of 8 pieces stored unpadded and
+// swizzled (ring_piece, decode_tile_copy.hpp) instead of padded. Only where
+// the padded rings do not fit the GPU (MmaRings below): on an H100 the
+// swizzled form lost 1.9 % at 8k (8B Q4_K_M, 337.3 against 343.7 tok/s, stop
+// 37), the XORs of its ldmatrix addresses on the critical path.
+template <int HD, typename KvT, bool kCompact = false>
 struct MmaShape {
   static constexpr int kRowBytes = HD * KvTraits<KvT>::kBytes;  // a cached row
   static constexpr int kChunks = kRowBytes / 16;                 // 16-byte pieces a row
-  static constexpr int kStride = kRowBytes + 16;                 // a row in the ring
+  static constexpr bool kCanSwizzle = !kIsFp8<KvT> && kChunks % 8 == 0;
+  static constexpr bool kSwizzle = kCompact && kCanSwizzle;
+  static constexpr int kStride = kSwizzle ? kRowBytes : kRowBytes + 16;  // a row in the ring
+  __device__ static int piece(int row, int chunk) { return ring_piece(row, chunk, kStride, kSwizzle); }
   static constexpr int kTileBytes = kTile * kStride;
   static constexpr int kStageBytes = 2 * kTileBytes;  // K, then V
   static constexpr int kPieces = kTile * kChunks;      // of K (and of V) a step
@@ -131,10 +142,10 @@ __device__ __forceinline__ void widen16(const uint8_t* src, uint8_t* dst) {
 }
 
 // T: the MMA's element type (MmaElement).
-template <int HD, typename ActT, typename KvT>
+template <int HD, typename ActT, typename KvT, bool kCompact>
 __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p) {
   cuda_pdl::allow_dependents();  // the output projection can launch
-  using S = MmaShape<HD, KvT>;
+  using S = MmaShape<HD, KvT, kCompact>;
   using T = MmaElement<ActT, KvT>;
   constexpr bool kWiden = kIsFp8<KvT>;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -172,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
 
   // The copies' addressing (decode_tile_copy.hpp): this lane's rows, cache
   // and ring offsets once, the step's blocks once a step.
-  const TileLane<kTile, S::kChunks> copies(lane, static_cast<int32_t>(slot_stride), S::kStride);
+  const TileLane<kTile, S::kChunks> copies(lane, static_cast<int32_t>(slot_stride), S::kStride, S::kSwizzle);
   const int32_t shift = block_shift(bs);
   const uint8_t* k_head = p.k_cache + head_off;
   const uint8_t* v_head = p.v_cache + head_off;
@@ -218,7 +229,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
       if (i >= S::kPieces || i / S::kChunks != row) continue;
       const int chunk = i % S::kChunks;
       const size_t off = row_offset(blk, fresh % bs, chunk);
-      uint8_t* dst = kt + row * S::kStride + chunk * 16;
+      uint8_t* dst = kt + S::piece(row, chunk);
       *reinterpret_cast<uint4*>(dst) = __ldcg(reinterpret_cast<const uint4*>(p.k_cache + off));
       *reinterpret_cast<uint4*>(dst + S::kTileBytes) = __ldcg(reinterpret_cast<const uint4*>(p.v_cache + off));
     }
@@ -249,7 +260,11 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
     issue(j + kStages - 1, false);  // into the slot step j - 1 used
     const uint8_t* kt = k_tile(j);
     const uint8_t* vt = kt + S::kTileBytes;
-    constexpr int kStride = kWiden ? S::kStride16 : S::kStride;  // of the rows ldmatrix reads
+    // Where ldmatrix reads this lane's row of 16-bit piece `chunk`: the
+    // widened staging (padded) for fp8, else the ring itself.
+    auto ld_piece = [&](const uint8_t* tile, int chunk) {
+      return kWiden ? tile + ld_row * S::kStride16 + chunk * 16 : tile + S::piece(ld_row, chunk);
+    };
     if constexpr (kWiden) {
       // Each lane widens the pieces it copied; staging's reads of step
       // j - 1 finished before the barrier above.
@@ -257,8 +272,8 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
       for (int u = 0; u < S::kCopyRounds; ++u) {
         const int i = lane + 32 * u, row = i / S::kChunks, chunk = i % S::kChunks;
         if (i >= S::kPieces) continue;
-        widen16<KvT>(kt + row * S::kStride + chunk * 16, staging + row * S::kStride16 + chunk * 32);
-        widen16<KvT>(vt + row * S::kStride + chunk * 16, staging + S::kTile16Bytes + row * S::kStride16 + chunk * 32);
+        widen16<KvT>(kt + S::piece(row, chunk), staging + row * S::kStride16 + chunk * 32);
+        widen16<KvT>(vt + S::piece(row, chunk), staging + S::kTile16Bytes + row * S::kStride16 + chunk * 32);
       }
       __syncwarp();
       kt = staging;
@@ -268,7 +283,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
 #pragma unroll
     for (int kc = 0; kc < HD / 16; ++kc) {
       uint32_t b[4];
-      cuda_mma::ldmatrix_x4(b, kt + ld_row * kStride + (kc * 16 + ld_col) * 2);
+      cuda_mma::ldmatrix_x4(b, ld_piece(kt, 2 * kc + ld_col / 8));
       const uint32_t a[4] = {qa[kc][0], 0u, qa[kc][1], 0u};
       cuda_mma::mma16816<T>(s[0], a, b[0], b[1]);
       cuda_mma::mma16816<T>(s[1], a, b[2], b[3]);
@@ -318,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
       o[mt][2] *= a_lo;
       o[mt][3] *= a_hi;
       uint32_t a[4];
-      cuda_mma::ldmatrix_x4_trans(a, vt + ld_row * kStride + (mt * 16 + ld_col) * 2);
+      cuda_mma::ldmatrix_x4_trans(a, ld_piece(vt, 2 * mt + ld_col / 8));
       cuda_mma::mma16816<T>(o[mt], a, pb0, pb1);
       if constexpr (kSplitP) cuda_mma::mma16816<T>(o[mt], a, pl0, pl1);
     }
@@ -346,8 +361,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
                                        mail_arrived_ptr, clustered);
 }
 
-// A GPU with less shared memory a CTA than the rings need (104 KB at head
-// size 128 with a 16-bit cache; sm_86 and sm_89 allow 99 KB) keeps the other
+// A GPU with less shared memory a CTA than the rings need keeps the other
 // kernels: cudaErrorNotSupported.
 cudaError_t smem_fits(int smem) {
   int device = 0, max_smem = 0;
@@ -357,14 +371,53 @@ cudaError_t smem_fits(int smem) {
   return smem > max_smem ? cudaErrorNotSupported : cudaSuccess;
 }
 
+// The least shared memory a CTA may opt into on the GPUs built for: sm_86
+// and sm_89 (RTX 30x0 / 40x0), 99 KB.
+constexpr int kLeastSmemOptin = 101376;
+
+// Which rings a launch takes. The padded ones where they fit; the compact
+// ones where those fit and the padded do not: at head size 128 with a
+// 16-bit cache, 104,448 bytes a CTA padded and 98,304 compact, so sm_86 and
+// sm_89 run this kernel, not the streaming one, which the H100 measured
+// slower at 8k (313.4 against 337.3 swizzled and 343.6 padded, stop 36-37).
+// The compact form is compiled only for such shapes. APH_DECODE_MMA_COMPACT=1
+// takes it wherever it is compiled, for the GPU tests.
+template <int HD, typename KvT>
+struct MmaRings {
+  using Padded = MmaShape<HD, KvT, false>;
+  static constexpr int kPadded = Padded::kSmemBytes;
+  static constexpr bool kHasCompact = Padded::kCanSwizzle && kPadded > kLeastSmemOptin;
+  static constexpr int compact_bytes() {
+    if constexpr (kHasCompact) return MmaShape<HD, KvT, true>::kSmemBytes;
+    return kPadded;
+  }
+  // cudaSuccess with *compact set, or why neither fits.
+  static cudaError_t choose(bool* compact) {
+    static const bool forced = env_flag("APH_DECODE_MMA_COMPACT", false);
+    const cudaError_t padded = kHasCompact && forced ? cudaErrorNotSupported : smem_fits(kPadded);
+    *compact = kHasCompact && padded != cudaSuccess;
+    return *compact ? smem_fits(compact_bytes()) : padded;
+  }
+};
+
+template <int HD, typename ActT, typename KvT, bool kCompact>
+cudaError_t launch_rings(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
+                         cudaStream_t stream) {
+  constexpr int smem = MmaShape<HD, KvT, kCompact>::kSmemBytes;
+  DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
+  return launch_tail_kernel<HD>(decode_mma_kernel<HD, ActT, KvT, kCompact>, p, a.n_seqs, kThreads, smem, clusters,
+                                stream);
+}
+
 template <int HD, typename ActT, typename KvT>
 cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
                          cudaStream_t stream) {
-  constexpr int smem = MmaShape<HD, KvT>::kSmemBytes;
-  const cudaError_t e = smem_fits(smem);
+  bool compact = false;
+  const cudaError_t e = MmaRings<HD, KvT>::choose(&compact);
   if (e != cudaSuccess) return e;
-  DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
-  return launch_tail_kernel<HD>(decode_mma_kernel<HD, ActT, KvT>, p, a.n_seqs, kThreads, smem, clusters, stream);
+  if constexpr (MmaRings<HD, KvT>::kHasCompact)
+    if (compact) return launch_rings<HD, ActT, KvT, true>(a, splits, counters, clusters, stream);
+  return launch_rings<HD, ActT, KvT, false>(a, splits, counters, clusters, stream);
 }
 
 // The launch's types, head size and blocks as the kernel takes them: f(HD,
@@ -385,7 +438,8 @@ cudaError_t dispatch_taken(const PagedAttentionArgs& a, F&& f) {
 
 bool decode_mma_takes(const PagedAttentionArgs& a) {
   return dispatch_taken(a, [&](auto hd, auto, auto kv) {
-           return smem_fits(MmaShape<decltype(hd)::value, decltype(kv)>::kSmemBytes);
+           bool compact = false;
+           return MmaRings<decltype(hd)::value, decltype(kv)>::choose(&compact);
          }) == cudaSuccess;
 }
 

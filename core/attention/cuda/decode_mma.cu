@@ -23,8 +23,8 @@
 // at 128).
 //
 // Each warp streams its own tiles (tile t of the split goes to warp t % 4)
-// through a ring of kStages steps in shared memory by cp.async, so two steps
-// of K and V (16 KB at head size 128) stay in flight a warp while it
+// through a ring of 3 steps in shared memory by cp.async, so two steps of K
+// and V (16 KB at head size 128) stay in flight a warp while it
 // computes, with no CTA barrier until the end, where the warps' partials meet
 // as in the streaming kernel (decode_tail.cuh). Rows are padded by 16 bytes
 // so that ldmatrix's 8 rows fall in different banks; on a GPU where those
@@ -32,7 +32,7 @@
 // (MmaRings).
 //
 // Launched as a programmatic dependent of the KV write, as the streaming
-// kernel: the first kStages - 1 steps are issued before the wait, less the
+// kernel: the first steps (all but one of the ring) are issued before the wait, less the
 // newest row (ctx - 1), which its lanes copy after it.
 //
 // Takes 16-bit caches whose type is the activations' (the MMA multiplies
@@ -46,6 +46,7 @@
 // cudaErrorNotSupported for the rest, which keep the other kernels.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <type_traits>
 
@@ -71,21 +72,29 @@ using cuda_async::cp_async_wait;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kStages = 3;              // a warp's ring: two steps in flight and the one in use
 constexpr int kTile = 16;               // tokens a warp step: the MMA's k for P V
 constexpr int kG = kDecodeHeadsPerCta;  // query heads a CTA: the MMA's n (8)
 
-// kCompact: 16-bit rows of whole groups of 8 pieces stored unpadded and
-// swizzled (ring_piece, decode_tile_copy.hpp) instead of padded. Only where
-// the padded rings do not fit the GPU (MmaRings below): on an H100 the
-// swizzled form lost 1.9 % at 8k (8B Q4_K_M, 337.3 against 343.7 tok/s, stop
-// 37), the XORs of its ldmatrix addresses on the critical path.
-template <int HD, typename KvT, bool kCompact = false>
+// The forms of a warp's ring (MmaRings below picks one a launch):
+// - kPadded: 3 steps (two in flight and the one in use), rows padded by 16
+//   bytes;
+// - kDeep: 4 steps (three in flight), padded: for launches of at most one
+//   CTA an SM, where the ring's 139,264 bytes a CTA (head size 128, 16-bit
+//   cache) cost no occupancy (a lone sequence: the plan's 128 CTAs);
+// - kCompact: 3 steps, 16-bit rows of whole groups of 8 pieces unpadded and
+//   swizzled (ring_piece, decode_tile_copy.hpp), only where the padded rings
+//   do not fit the GPU: on an H100 the swizzled form lost 1.9 % at 8k (8B
+//   Q4_K_M, 337.3 against 343.7 tok/s, stop 37), the XORs of its ldmatrix
+//   addresses on the critical path.
+enum class RingForm { kPadded, kDeep, kCompact };
+
+template <int HD, typename KvT, RingForm kForm = RingForm::kPadded>
 struct MmaShape {
-  static constexpr int kRowBytes = HD * KvTraits<KvT>::kBytes;  // a cached row
-  static constexpr int kChunks = kRowBytes / 16;                 // 16-byte pieces a row
+  static constexpr int kSteps = kForm == RingForm::kDeep ? 4 : 3;  // a warp's ring
+  static constexpr int kRowBytes = HD * KvTraits<KvT>::kBytes;      // a cached row
+  static constexpr int kChunks = kRowBytes / 16;                     // 16-byte pieces a row
   static constexpr bool kCanSwizzle = !kIsFp8<KvT> && kChunks % 8 == 0;
-  static constexpr bool kSwizzle = kCompact && kCanSwizzle;
+  static constexpr bool kSwizzle = kForm == RingForm::kCompact && kCanSwizzle;
   static constexpr int kStride = kSwizzle ? kRowBytes : kRowBytes + 16;  // a row in the ring
   __device__ static int piece(int row, int chunk) { return ring_piece(row, chunk, kStride, kSwizzle); }
   static constexpr int kTileBytes = kTile * kStride;
@@ -96,7 +105,7 @@ struct MmaShape {
   // only), a warp's one staging tile pair.
   static constexpr int kStride16 = HD * 2 + 16;
   static constexpr int kTile16Bytes = kTile * kStride16;
-  static constexpr int kWarpBytes = kStages * kStageBytes + (kIsFp8<KvT> ? 2 * kTile16Bytes : 0);
+  static constexpr int kWarpBytes = kSteps * kStageBytes + (kIsFp8<KvT> ? 2 * kTile16Bytes : 0);
   static constexpr int kRingBytes = kWarps * kWarpBytes;
   static constexpr int kRedBytes = kWarps * kG * HD * 4;
   static constexpr int kMergeBytes = kDecodeHeadsPerCta * kDecodeMaxSplits * 4;
@@ -142,10 +151,11 @@ __device__ __forceinline__ void widen16(const uint8_t* src, uint8_t* dst) {
 }
 
 // T: the MMA's element type (MmaElement).
-template <int HD, typename ActT, typename KvT, bool kCompact>
+template <int HD, typename ActT, typename KvT, RingForm kForm>
 __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p) {
   cuda_pdl::allow_dependents();  // the output projection can launch
-  using S = MmaShape<HD, KvT, kCompact>;
+  using S = MmaShape<HD, KvT, kForm>;
+  constexpr int kStages = S::kSteps;
   using T = MmaElement<ActT, KvT>;
   constexpr bool kWiden = kIsFp8<KvT>;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -361,63 +371,91 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
                                        mail_arrived_ptr, clustered);
 }
 
-// A GPU with less shared memory a CTA than the rings need keeps the other
-// kernels: cudaErrorNotSupported.
-cudaError_t smem_fits(int smem) {
-  int device = 0, max_smem = 0;
+// What the current GPU allows: shared memory a CTA may opt into, and SMs.
+struct GpuLimits {
+  int max_smem = 0, sms = 0;
+};
+cudaError_t gpu_limits(GpuLimits* g) {
+  int device = 0;
   cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e != cudaSuccess) return e;
-  return smem > max_smem ? cudaErrorNotSupported : cudaSuccess;
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&g->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, device);
+  return e;
 }
 
 // The least shared memory a CTA may opt into on the GPUs built for: sm_86
 // and sm_89 (RTX 30x0 / 40x0), 99 KB.
 constexpr int kLeastSmemOptin = 101376;
 
-// Which rings a launch takes. The padded ones where they fit; the compact
-// ones where those fit and the padded do not: at head size 128 with a
-// 16-bit cache, 104,448 bytes a CTA padded and 98,304 compact, so sm_86 and
-// sm_89 run this kernel, not the streaming one, which the H100 measured
-// slower at 8k (313.4 against 337.3 swizzled and 343.6 padded, stop 36-37).
-// The compact form is compiled only for such shapes. APH_DECODE_MMA_COMPACT=1
-// takes it wherever it is compiled, for the GPU tests.
+// Which ring form (RingForm) a launch of `ctas` CTAs takes:
+// - kDeep where it fits and the launch has at most one CTA an SM
+//   (APH_DECODE_MMA_DEEP: 0 never, 2 every launch, for the GPU tests). H100,
+//   stop 37, 8B Q4_K_M (engineab, medians of 2), 3 / 4 / 6 steps: at 8k
+//   344.4 / 350.1 / 344.2 tok/s, after 512 395.2 / 396.9 / 395.4 (at 6 the
+//   ring leaves L1 about 20 KB; 5 against 4 at 8k: 348.2 / 349.2); the 135M
+//   at 8k 1501.3 against 1458.8 with 3;
+// - else kPadded where it fits;
+// - else kCompact (head size 128 with a 16-bit cache: 104,448 bytes a CTA
+//   padded, 98,304 compact), so that sm_86 and sm_89 run this kernel, not
+//   the streaming one, which the H100 measured slower at 8k (331.3 against
+//   337.2 compact and 343.4 padded, stop 37). Compiled only for such shapes;
+//   APH_DECODE_MMA_COMPACT=1 takes it wherever it is compiled, for the tests.
+// A GPU where none fits keeps the other kernels: cudaErrorNotSupported.
 template <int HD, typename KvT>
 struct MmaRings {
-  using Padded = MmaShape<HD, KvT, false>;
-  static constexpr int kPadded = Padded::kSmemBytes;
-  static constexpr bool kHasCompact = Padded::kCanSwizzle && kPadded > kLeastSmemOptin;
+  static constexpr int kPadded = MmaShape<HD, KvT, RingForm::kPadded>::kSmemBytes;
+  static constexpr int kDeep = MmaShape<HD, KvT, RingForm::kDeep>::kSmemBytes;
+  static constexpr bool kHasCompact = MmaShape<HD, KvT>::kCanSwizzle && kPadded > kLeastSmemOptin;
   static constexpr int compact_bytes() {
-    if constexpr (kHasCompact) return MmaShape<HD, KvT, true>::kSmemBytes;
+    if constexpr (kHasCompact) return MmaShape<HD, KvT, RingForm::kCompact>::kSmemBytes;
     return kPadded;
   }
-  // cudaSuccess with *compact set, or why neither fits.
-  static cudaError_t choose(bool* compact) {
-    static const bool forced = env_flag("APH_DECODE_MMA_COMPACT", false);
-    const cudaError_t padded = kHasCompact && forced ? cudaErrorNotSupported : smem_fits(kPadded);
-    *compact = kHasCompact && padded != cudaSuccess;
-    return *compact ? smem_fits(compact_bytes()) : padded;
+  static cudaError_t choose(int64_t ctas, RingForm* form) {
+    static const bool compact_forced = env_flag("APH_DECODE_MMA_COMPACT", false);
+    static const long deep_mode = env_int("APH_DECODE_MMA_DEEP", 1);
+    GpuLimits g;
+    const cudaError_t e = gpu_limits(&g);
+    if (e != cudaSuccess) return e;
+    const bool deep_wanted = deep_mode >= 2 || (deep_mode == 1 && ctas <= g.sms);
+    if (kHasCompact && compact_forced)
+      *form = RingForm::kCompact;
+    else if (deep_wanted && kDeep <= g.max_smem)
+      *form = RingForm::kDeep;
+    else if (kPadded <= g.max_smem)
+      *form = RingForm::kPadded;
+    else if (kHasCompact && compact_bytes() <= g.max_smem)
+      *form = RingForm::kCompact;
+    else
+      return cudaErrorNotSupported;
+    return cudaSuccess;
   }
 };
 
-template <int HD, typename ActT, typename KvT, bool kCompact>
-cudaError_t launch_rings(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
-                         cudaStream_t stream) {
-  constexpr int smem = MmaShape<HD, KvT, kCompact>::kSmemBytes;
+template <int HD, typename ActT, typename KvT, RingForm kForm>
+cudaError_t launch_form(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
+                        cudaStream_t stream) {
+  constexpr int smem = MmaShape<HD, KvT, kForm>::kSmemBytes;
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);
-  return launch_tail_kernel<HD>(decode_mma_kernel<HD, ActT, KvT, kCompact>, p, a.n_seqs, kThreads, smem, clusters,
+  return launch_tail_kernel<HD>(decode_mma_kernel<HD, ActT, KvT, kForm>, p, a.n_seqs, kThreads, smem, clusters,
                                 stream);
+}
+
+// The launch's CTAs (launch_tail_kernel's grid).
+int64_t launch_ctas(const PagedAttentionArgs& a, int splits) {
+  return static_cast<int64_t>(splits) * decode_head_ctas(a.num_heads, a.layout.num_kv_heads) * a.n_seqs;
 }
 
 template <int HD, typename ActT, typename KvT>
 cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* counters, bool clusters,
                          cudaStream_t stream) {
-  bool compact = false;
-  const cudaError_t e = MmaRings<HD, KvT>::choose(&compact);
+  RingForm form = RingForm::kPadded;
+  const cudaError_t e = MmaRings<HD, KvT>::choose(launch_ctas(a, splits), &form);
   if (e != cudaSuccess) return e;
   if constexpr (MmaRings<HD, KvT>::kHasCompact)
-    if (compact) return launch_rings<HD, ActT, KvT, true>(a, splits, counters, clusters, stream);
-  return launch_rings<HD, ActT, KvT, false>(a, splits, counters, clusters, stream);
+    if (form == RingForm::kCompact)
+      return launch_form<HD, ActT, KvT, RingForm::kCompact>(a, splits, counters, clusters, stream);
+  if (form == RingForm::kDeep) return launch_form<HD, ActT, KvT, RingForm::kDeep>(a, splits, counters, clusters, stream);
+  return launch_form<HD, ActT, KvT, RingForm::kPadded>(a, splits, counters, clusters, stream);
 }
 
 // The launch's types, head size and blocks as the kernel takes them: f(HD,
@@ -437,9 +475,10 @@ cudaError_t dispatch_taken(const PagedAttentionArgs& a, F&& f) {
 }  // namespace
 
 bool decode_mma_takes(const PagedAttentionArgs& a) {
+  // Any form will do: the CTA count only picks between those that fit.
   return dispatch_taken(a, [&](auto hd, auto, auto kv) {
-           bool compact = false;
-           return MmaRings<decltype(hd)::value, decltype(kv)>::choose(&compact);
+           RingForm form = RingForm::kPadded;
+           return MmaRings<decltype(hd)::value, decltype(kv)>::choose(INT64_MAX, &form);
          }) == cudaSuccess;
 }
 

@@ -66,6 +66,7 @@
 #include "core/attention/split_plan.hpp"
 #include "core/common/env_flag.hpp"
 #include "core/common/cuda_async_copy.cuh"
+#include "core/common/cuda_device_limits.hpp"
 #include "core/common/cuda_pdl.cuh"
 
 namespace aph::attention::cuda {
@@ -460,13 +461,6 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeParams p) {
   publish_and_merge<HD, ActT, kThreads>(p, seq, q_tok, h0, G, slot, n_slots, m_s, l_s, red, s_s);
 }
 
-cudaError_t sm_count_of_current_device(int* sm_count) {
-  int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return e;
-  return cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, device);
-}
-
 // APH_DECODE_PUSH_MERGE=0: a cluster's leader reads its members' partials
 // from their shared memory (two cluster barriers) instead of the members
 // sending them into its mailbox.
@@ -498,10 +492,10 @@ cudaError_t launch_typed(const PagedAttentionArgs& a, int splits, int32_t* count
   DecodeParams p = make_decode_params(a, splits, counters, kIsFp8<KvT>);  // launch_with_threads picks the cluster
   dim3 grid(splits, p.num_kv_heads * p.head_chunks, a.n_seqs);
   if constexpr (kIsFp8<KvT>) {  // narrow CTAs once the (sequence, head) CTAs alone fill the SMs
-    int sm_count = 0;
-    cudaError_t e = sm_count_of_current_device(&sm_count);
+    cuda_device::Limits limits;
+    const cudaError_t e = cuda_device::current_limits(&limits);
     if (e != cudaSuccess) return e;
-    if (static_cast<int64_t>(grid.y) * grid.z >= sm_count)
+    if (static_cast<int64_t>(grid.y) * grid.z >= limits.sms)
       return launch_with_threads<HD, ActT, KvT, kNarrowThreads>(grid, p, clusters, stream);
   }
   return launch_with_threads<HD, ActT, KvT, kWideThreads>(grid, p, clusters, stream);

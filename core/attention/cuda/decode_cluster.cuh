@@ -15,6 +15,7 @@
 #include "core/attention/cuda/decode_common.cuh"
 #include "core/attention/split_plan.hpp"
 #include "core/common/cuda_cluster.hpp"
+#include "core/common/cuda_device_limits.hpp"
 #include "core/common/env_flag.hpp"
 
 // Thread block clusters, st.async and transaction-counted mbarriers exist
@@ -112,10 +113,9 @@ inline int cluster_size_for(const void* kernel, int splits, int threads, int sme
                             int* cluster_smem) {
   *cluster_smem = smem;
   if (splits <= 1) return 1;
-  int device = 0, max_smem = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess)
-    return 1;
+  cuda_device::Limits limits;
+  if (cuda_device::current_limits(&limits) != cudaSuccess) return 1;
+  const int max_smem = limits.max_smem_optin;
   for (int c = std::min(splits, max_cluster()); c > 1; --c) {
     const int need = smem + c * mail_bytes;
     if (splits % c != 0 || need > max_smem) continue;

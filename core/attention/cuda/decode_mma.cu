@@ -59,6 +59,7 @@
 #include "core/attention/decode_tile_copy.hpp"
 #include "core/attention/split_plan.hpp"
 #include "core/common/cuda_async_copy.cuh"
+#include "core/common/cuda_device_limits.hpp"
 #include "core/common/cuda_mma.cuh"
 #include "core/common/cuda_pdl.cuh"
 #include "core/common/env_flag.hpp"
@@ -371,18 +372,6 @@ __global__ void __launch_bounds__(kThreads, 2) decode_mma_kernel(DecodeParams p)
                                        mail_arrived_ptr, clustered);
 }
 
-// What the current GPU allows: shared memory a CTA may opt into, and SMs.
-struct GpuLimits {
-  int max_smem = 0, sms = 0;
-};
-cudaError_t gpu_limits(GpuLimits* g) {
-  int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&g->max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, device);
-  return e;
-}
-
 // The least shared memory a CTA may opt into on the GPUs built for: sm_86
 // and sm_89 (RTX 30x0 / 40x0), 99 KB.
 constexpr int kLeastSmemOptin = 101376;
@@ -413,17 +402,17 @@ struct MmaRings {
   static cudaError_t choose(int64_t ctas, RingForm* form) {
     static const bool compact_forced = env_flag("APH_DECODE_MMA_COMPACT", false);
     static const long deep_mode = env_int("APH_DECODE_MMA_DEEP", 1);
-    GpuLimits g;
-    const cudaError_t e = gpu_limits(&g);
+    cuda_device::Limits g;
+    const cudaError_t e = cuda_device::current_limits(&g);
     if (e != cudaSuccess) return e;
     const bool deep_wanted = deep_mode >= 2 || (deep_mode == 1 && ctas <= g.sms);
     if (kHasCompact && compact_forced)
       *form = RingForm::kCompact;
-    else if (deep_wanted && kDeep <= g.max_smem)
+    else if (deep_wanted && kDeep <= g.max_smem_optin)
       *form = RingForm::kDeep;
-    else if (kPadded <= g.max_smem)
+    else if (kPadded <= g.max_smem_optin)
       *form = RingForm::kPadded;
-    else if (kHasCompact && compact_bytes() <= g.max_smem)
+    else if (kHasCompact && compact_bytes() <= g.max_smem_optin)
       *form = RingForm::kCompact;
     else
       return cudaErrorNotSupported;

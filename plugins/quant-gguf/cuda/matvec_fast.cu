@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "core/common/cuda_device_limits.hpp"
 #include "core/common/cuda_pdl.cuh"
 #include "core/common/env_flag.hpp"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
@@ -167,16 +168,11 @@ cudaError_t launch_rows(const MatvecTarget* targets, int count, int64_t nb, cons
 bool single_rows_pay(const MatvecTarget* targets, int count) {
   static const bool on = env_flag("APH_GGUF_SINGLE_ROWS", true);
   if (!on) return false;
-  static const int sms = [] {
-    int device = 0, n = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-      return 0;
-    return n;
-  }();
+  cuda_device::Limits limits;
+  if (cuda_device::current_limits(&limits) != cudaSuccess) return false;
   int64_t ctas = 0;
   for (int i = 0; i < count; ++i) ctas += (targets[i].n + kRowsPerWarp * kWarps - 1) / (kRowsPerWarp * kWarps);
-  return ctas < sms;
+  return ctas < limits.sms;
 }
 
 bool pairs_rows(const MatvecTarget* targets, int count) {

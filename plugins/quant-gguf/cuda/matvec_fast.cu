@@ -110,8 +110,8 @@ __device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_
 // 8B shape on the H200, in CTAs of 4 warps or in one CTA per SM: Q4_K
 // 4096x4096 7.3 us against 6.1 for kernel + matvec, 1024x4096 6.6 against
 // 4.4, 4096x14336 19.6 against 13.1; the 8B decoded 321 tok/s against 377.)
-template <class P, int MT, int R, typename T>
-__global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
+template <class P, int MT, int R, typename T, int U = 1>
+__global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : (U > 1 ? P::kWideCtas : P::kMinCtas))
     matvec_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int m) {
   if (x.release_dependents) cuda_pdl::allow_dependents();  // the attention (MatvecX)
   int64_t cta = 0;
@@ -138,15 +138,37 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : P::kMinCtas)
   const XCodes xc = matvec_x<false, T>(x, 256 * nb);
 
   float acc[R][MT] = {};
-  for (int64_t b0 = 0; b0 < nb; b0 += kPerStep) {
-    const int64_t blk = b0 + slot;
-    if (blk < nb) {  // this lane only: no shuffles inside the loop
-      typename P::W wv[R];
-      load_step<P, R>(wrow, nb, blk, part, wv);
-      step<P, MT, R>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, m, acc);
+  // U steps' weights are loaded before the first is used: one round trip
+  // to DRAM for U steps.
+  for (int64_t b0 = 0; b0 < nb; b0 += kPerStep * U) {
+    typename P::W wv[U][R];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t blk = b0 + u * kPerStep + slot;
+      if (blk < nb) load_step<P, R>(wrow, nb, blk, part, wv[u]);  // this lane only: no shuffles
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t blk = b0 + u * kPerStep + slot;
+      if (blk < nb) step<P, MT, R>(wv[u], blk, part, xc.q, xc.d, xc.s, 256 * nb, m, acc);
     }
   }
   store_rows<MT, R, T>(acc, m, t, x.kv, row0, pre);
+}
+
+// APH_GGUF_MATVEC_WIDE (on by default): at batch 1, a launch that fits one
+// wave of the wide form (P::kWideCtas CTAs an SM: two steps of weights in
+// flight a warp, more registers) and has more than one step a row takes it.
+// The short matrices' warps (q/k, v, o at k = 4096: two steps) then wait on
+// DRAM once, not once a step; the 8B's gate/up (3,584 CTAs) keep the
+// narrow form, whose occupancy its many waves need.
+template <class P>
+bool wide_pays(int64_t ctas, int64_t nb) {
+  static const bool on = env_flag("APH_GGUF_MATVEC_WIDE", true);
+  constexpr int kPerStep = 32 / P::kLanes;
+  cuda_device::Limits limits;
+  if (!on || P::kWideCtas == 0 || nb <= kPerStep || cuda_device::current_limits(&limits) != cudaSuccess) return false;
+  return ctas <= static_cast<int64_t>(limits.sms) * P::kWideCtas;
 }
 
 template <class P, typename T, int R>
@@ -156,6 +178,9 @@ cudaError_t launch_rows(const MatvecTarget* targets, int count, int64_t nb, cons
   if constexpr (R == kRowsPerWarp) {  // one row a warp is for batch 1 only
     if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, x, m);
   }
+  if constexpr (P::kWideCtas > 0)
+    if (wide_pays<P>(grid.x, nb))
+      return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T, 2>, grid, block, 0, s, ts, nb, x, 1);
   return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, ts, nb, x, 1);
 }
 

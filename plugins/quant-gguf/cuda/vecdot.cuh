@@ -1,6 +1,7 @@
 // Per-type pieces of the fast matvec (matvec_fast.cu): kLanes lanes share a
 // 256-element block and each lane reads its share as whole 16-byte loads;
-// kMinCtas is the batch-1 kernel's occupancy bound. For every type:
+// kMinCtas is the batch-1 kernel's occupancy bound, kWideCtas its wide
+// form's (two steps of weights in flight; 0: no wide form). For every type:
 //   load_w(row, nb, blk, part, W&)  weights of lane `part` of block blk of a
 //                                   row of nb blocks (loads only)
 //   unpack(W, part, C&)             int8 codes four per int and the float
@@ -72,6 +73,7 @@ __device__ __forceinline__ float dot_k4(const CodesK4& c, const X64& x) {
 struct VecQ4K {
   static constexpr int kLanes = 4;
   static constexpr int kMinCtas = 7;  // <= 73 registers: measured 5% faster than 74
+  static constexpr int kWideCtas = 4;  // <= 128 registers (113 used; at 5 an SM, 96 and 60 bytes spilled)
   __host__ __device__ static constexpr int64_t row_bytes(int64_t nb) { return 144 * nb; }
   struct W {
     int4 head, q0, q1;
@@ -108,6 +110,7 @@ struct VecQ4K {
 struct VecQ5K {
   static constexpr int kLanes = 4;
   static constexpr int kMinCtas = 5;  // <= 102 registers (about what it needs)
+  static constexpr int kWideCtas = 0;  // spilled at 128 registers
   __host__ __device__ static constexpr int64_t row_bytes(int64_t nb) { return 176 * nb; }
   struct W {
     int4 head, h0, h1, q0, q1;
@@ -156,6 +159,7 @@ __device__ __forceinline__ int sub32_bytes(int v) {
 struct VecQ6K {
   static constexpr int kLanes = 4;
   static constexpr int kMinCtas = 5;  // <= 102 registers; a cap of 72 measured 10% slower
+  static constexpr int kWideCtas = 4;  // <= 128 registers (121 used)
   __host__ __device__ static constexpr int64_t row_bytes(int64_t nb) {
     return (210 * nb + 15) / 16 * 16;
   }

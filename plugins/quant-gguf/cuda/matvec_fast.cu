@@ -110,7 +110,7 @@ __device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_
 // 8B shape on the H200, in CTAs of 4 warps or in one CTA per SM: Q4_K
 // 4096x4096 7.3 us against 6.1 for kernel + matvec, 1024x4096 6.6 against
 // 4.4, 4096x14336 19.6 against 13.1; the 8B decoded 321 tok/s against 377.)
-template <class P, int MT, int R, typename T, int U = 1>
+template <class P, int MT, int R, typename T, int U = 1, bool kEarly = false>
 __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : (U > 1 ? P::kWideCtas : P::kMinCtas))
     matvec_kernel(const MatvecTargets targets, int64_t nb, const MatvecX x, int m) {
   if (x.release_dependents) cuda_pdl::allow_dependents();  // the attention (MatvecX)
@@ -135,18 +135,29 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : (U > 1 ? P::kWideCta
   if (threadIdx.x % 32 == 0)
 #pragma unroll
     for (int r = 0; r < R; ++r) pre[r] = sink_inputs(t, x.kv, row0 + r);
-  const XCodes xc = matvec_x<false, T>(x, 256 * nb);
-
-  float acc[R][MT] = {};
   // U steps' weights are loaded before the first is used: one round trip
   // to DRAM for U steps.
-  for (int64_t b0 = 0; b0 < nb; b0 += kPerStep * U) {
-    typename P::W wv[U][R];
+  typename P::W wv[U][R];
+  auto load_steps = [&](int64_t b0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t blk = b0 + u * kPerStep + slot;
       if (blk < nb) load_step<P, R>(wrow, nb, blk, part, wv[u]);  // this lane only: no shuffles
     }
+  };
+  // kEarly (the wide form, APH_GGUF_WIDE_EARLY): the first U steps are
+  // requested before the wait for x (the weights are no kernel's output), so
+  // their round trip overlaps the kernels before this one. H100, 8B Q4_K_M,
+  // medians of 2 interleaved runs: 397.4 tok/s after 512 against 389.0
+  // without, 348.5 at 8k against 343.4. The narrow form's launches (q/k,
+  // gate/up) lost that way: 388.2 against 392.3 after 512, 340.2 against
+  // 342.5 at 8k (stop 38; as on the H200 at stop 22).
+  if constexpr (kEarly) load_steps(0);
+  const XCodes xc = matvec_x<false, T>(x, 256 * nb);
+
+  float acc[R][MT] = {};
+  for (int64_t b0 = 0; b0 < nb; b0 += kPerStep * U) {
+    if (!kEarly || b0 > 0) load_steps(b0);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t blk = b0 + u * kPerStep + slot;
@@ -179,8 +190,11 @@ cudaError_t launch_rows(const MatvecTarget* targets, int count, int64_t nb, cons
     if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, x, m);
   }
   if constexpr (P::kWideCtas > 0)
-    if (wide_pays<P>(grid.x, nb))
+    if (wide_pays<P>(grid.x, nb)) {
+      static const bool early = env_flag("APH_GGUF_WIDE_EARLY", true);
+      if (early) return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T, 2, true>, grid, block, 0, s, ts, nb, x, 1);
       return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T, 2>, grid, block, 0, s, ts, nb, x, 1);
+    }
   return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, ts, nb, x, 1);
 }
 

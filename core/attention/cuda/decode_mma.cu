@@ -23,8 +23,9 @@
 // at 128).
 //
 // Each warp streams its own tiles (tile t of the split goes to warp t % 4)
-// through a ring of 3 steps in shared memory by cp.async, so two steps of K
-// and V (16 KB at head size 128) stay in flight a warp while it
+// through a ring of 3 steps in shared memory by cp.async (4 for launches of
+// at most one CTA an SM: MmaRings), so two steps of K and V (16 KB at head
+// size 128) stay in flight a warp while it
 // computes, with no CTA barrier until the end, where the warps' partials meet
 // as in the streaming kernel (decode_tail.cuh). Rows are padded by 16 bytes
 // so that ldmatrix's 8 rows fall in different banks; on a GPU where those

@@ -110,6 +110,10 @@ void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
     scratch.partial_bytes = aph::gguf::cuda::tile_gemm_workspace_bytes(c.n, c.k, sm_count);
     if (scratch.partial_bytes > 0) cuda_ok(cudaMalloc(&ws, scratch.partial_bytes), "cudaMalloc");
     scratch.partials = static_cast<float*>(ws);
+    void* images = nullptr;  // the wgmma form's x images (tile_gemm_wgmma.hpp), where the build has it
+    scratch.x_image_bytes = aph::gguf::cuda::tile_gemm_image_bytes(c.k);
+    if (scratch.x_image_bytes > 0) cuda_ok(cudaMalloc(&images, scratch.x_image_bytes), "cudaMalloc");
+    scratch.x_image = images;
     const double ms = graph_ms_per_call(stream, std::max(8, 2 * static_cast<int>(w.size())), [&](int i) {
       launch_ok(aph::gguf::cuda::launch_tile_gemm(c.type, w[i % w.size()], c.n, c.k, x, c.m, nullptr, y, true,
                                                   scratch, sm_count, stream),
@@ -121,6 +125,7 @@ void run_tile_gemm(cudaStream_t stream, int sm_count, const void* x, void* y) {
                 ceilings.bf16_flops > 0 ? 100 * flops / ceilings.bf16_flops : 0.0);
     for (uint8_t* d : w) cudaFree(d);
     cudaFree(ws);
+    cudaFree(images);
   }
 }
 

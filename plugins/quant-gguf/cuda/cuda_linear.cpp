@@ -133,10 +133,11 @@ CudaContext::~CudaContext() {
   if (act_) state_.services->device_free(state_.services->host, device_, act_);
   if (dequant_) state_.services->device_free(state_.services->host, device_, dequant_);
   if (partials_) state_.services->device_free(state_.services->host, device_, partials_);
+  if (images_) state_.services->device_free(state_.services->host, device_, images_);
 }
 
-void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uint64_t partial) {
-  if (act <= act_bytes_ && dequant <= dequant_bytes_ && partial <= partial_bytes_) return;
+void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uint64_t partial, uint64_t image) {
+  if (act <= act_bytes_ && dequant <= dequant_bytes_ && partial <= partial_bytes_ && image <= image_bytes_) return;
   check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
   if (act > act_bytes_) {
     if (act_) state_.services->device_free(state_.services->host, device_, act_);
@@ -158,13 +159,22 @@ void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uin
     partials_ = alloc(state_, device_, partial, "GGUF tile GEMM partial sums");
     partial_bytes_ = partial;
   }
+  if (image > image_bytes_) {
+    if (images_) state_.services->device_free(state_.services->host, device_, images_);
+    images_ = nullptr;
+    images_ = alloc(state_, device_, image, "GGUF tile GEMM x images");
+    if (reinterpret_cast<uintptr_t>(images_) % 16 != 0)
+      throw Error(APH_ERR_INTERNAL, "GGUF tile GEMM x images are not 16-byte aligned");
+    image_bytes_ = image;
+  }
 }
 
 cuda::TileGemmScratch CudaContext::tile_scratch() const {
   cuda::TileGemmScratch s;
-  if (!partials_) return s;
   s.partials = static_cast<float*>(partials_);
-  s.partial_bytes = partial_bytes_;
+  s.partial_bytes = partials_ ? partial_bytes_ : 0;
+  s.x_image = images_;
+  s.x_image_bytes = images_ ? image_bytes_ : 0;
   return s;
 }
 
@@ -208,7 +218,8 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_
                  "linear " + name_ + ": upload");
       check_cuda(static_cast<int>(cudaStreamSynchronize(s)), "linear " + name_ + ": upload");
       state.cuda->reserve(act_layout(kMatvecMaxM, k).total, static_cast<uint64_t>(tile_rows()) * k * 2, stream,
-                          cuda::tile_gemm_workspace_bytes(n, k, state.cuda->sm_count()));
+                          cuda::tile_gemm_workspace_bytes(n, k, state.cuda->sm_count()),
+                          cuda::tile_gemm_image_bytes(k));
     }
     if (!bias.empty()) {
       bias_bytes_ = bias.size() * sizeof(float);
@@ -507,7 +518,7 @@ CudaContext::CudaContext(PluginState& state, int32_t device) : state_(state), de
   throw Error(APH_ERR_UNSUPPORTED, "the GGUF plugin was built without CUDA");
 }
 CudaContext::~CudaContext() = default;
-void CudaContext::reserve(uint64_t, uint64_t, aph_stream, uint64_t) {}
+void CudaContext::reserve(uint64_t, uint64_t, aph_stream, uint64_t, uint64_t) {}
 cuda::TileGemmScratch CudaContext::tile_scratch() const { return {}; }
 
 CudaLinear::CudaLinear(PluginState& state, uint32_t, int64_t, int64_t, const uint8_t*,

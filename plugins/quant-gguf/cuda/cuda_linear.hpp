@@ -29,10 +29,11 @@ class CudaContext {
   ~CudaContext();
   // Grows the scratch buffers to at least these sizes (loader thread;
   // synchronizes `stream` before freeing an old buffer).
-  void reserve(uint64_t act_bytes, uint64_t dequant_bytes, aph_stream stream, uint64_t partial_bytes = 0);
+  void reserve(uint64_t act_bytes, uint64_t dequant_bytes, aph_stream stream, uint64_t partial_bytes = 0,
+               uint64_t image_bytes = 0);
   void* act_scratch() const { return act_; }
-  // The tile GEMM's K-split scratch: its fp32 partial sums, after a counter
-  // per output tile (zeroed when allocated; each launch leaves them zero).
+  // The tile GEMM's scratch: the K splits' fp32 partial sums and x's images
+  // for its wgmma form.
   cuda::TileGemmScratch tile_scratch() const;
   int sm_count() const { return sm_count_; }
   void* dequant_scratch() const { return dequant_; }
@@ -52,6 +53,8 @@ class CudaContext {
   uint64_t dequant_bytes_ = 0;
   void* partials_ = nullptr;
   uint64_t partial_bytes_ = 0;
+  void* images_ = nullptr;
+  uint64_t image_bytes_ = 0;
   int sm_count_ = 1;
 };
 

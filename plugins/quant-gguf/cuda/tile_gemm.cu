@@ -29,6 +29,9 @@
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/tile_gemm.hpp"
 #include "plugins/quant-gguf/cuda/tile_gemm_tile.cuh"
+#if APH_GGUF_WGMMA
+#include "plugins/quant-gguf/cuda/tile_gemm_wgmma.hpp"
+#endif
 
 namespace aph::gguf::cuda {
 
@@ -40,6 +43,7 @@ using tile::kBN;
 using tile::kLd;
 using tile::kLdC;
 using tile::kThreads;
+using tile::TileTargets;
 
 constexpr int kMaxSplits = 16;
 
@@ -144,28 +148,14 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
   tile_gemm_cta<TYPE, T>(w, n, k, x, m, bias, y, partial, steps_per_split, static_cast<int64_t>(blockIdx.x) * kBN);
 }
 
-// The targets of one launch_tile_gemm_multi, by value: target t owns the
-// grid's columns first_tile[t] .. first_tile[t + 1] - 1 and its split
-// partials start partial_off[t] floats into the workspace.
-struct TileTargets {
-  const uint8_t* w[kTileGemmMaxTargets];
-  int64_t n[kTileGemmMaxTargets];
-  const float* bias[kTileGemmMaxTargets];
-  void* y[kTileGemmMaxTargets];
-  int64_t partial_off[kTileGemmMaxTargets];
-  int first_tile[kTileGemmMaxTargets + 1];
-  int count;
-};
-
 template <int TYPE, typename T>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     tile_gemm_multi_kernel(const TileTargets targets, int64_t k, const T* __restrict__ x, int64_t m,
                            float* __restrict__ workspace, int steps_per_split) {
-  int t = 0;
-  while (t + 1 < targets.count && static_cast<int>(blockIdx.x) >= targets.first_tile[t + 1]) ++t;
+  int64_t n0 = 0;
+  const int t = tile::target_of(targets, static_cast<int>(blockIdx.x), &n0);
   tile_gemm_cta<TYPE, T>(targets.w[t], targets.n[t], k, x, m, targets.bias[t], static_cast<T*>(targets.y[t]),
-                         workspace + targets.partial_off[t], steps_per_split,
-                         static_cast<int64_t>(static_cast<int>(blockIdx.x) - targets.first_tile[t]) * kBN);
+                         workspace + targets.partial_off[t], steps_per_split, n0);
 }
 
 // y[idx] (of m x n) from the splits' partials, in split order from the bias.
@@ -224,6 +214,19 @@ int splits_for_tiles(int64_t tiles, int64_t k, int sm_count) {
   return static_cast<int>(std::max<int64_t>(s, 1));
 }
 
+// Whether a launch takes the wgmma form (tile_gemm_wgmma.cu): built, this
+// device and type, and the scratch holds x's images.
+bool takes_wgmma(uint32_t type, int64_t k, const TileGemmScratch& scratch) {
+  const uint64_t need = tile_gemm_image_bytes(k);
+  if (need == 0 || scratch.x_image == nullptr || scratch.x_image_bytes < need) return false;
+#if APH_GGUF_WGMMA
+  return wgmma_tile_gemm_takes(type);
+#else
+  (void)type;
+  return false;
+#endif
+}
+
 template <typename T>
 cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
                          const float* bias, T* y, const TileGemmScratch& scratch, int sm_count, cudaStream_t s) {
@@ -234,11 +237,17 @@ cudaError_t launch_typed(uint32_t type, const uint8_t* w, int64_t n, int64_t k, 
   const dim3 grid(static_cast<unsigned>(ceil_div(n, kBN)), static_cast<unsigned>(ceil_div(m, kBM)),
                   static_cast<unsigned>(splits));
   cudaError_t rc = cudaErrorInvalidValue;
-  dispatch_type(type, [&](auto tag) {
-    constexpr int kType = decltype(tag)::value;
-    tile_gemm_kernel<kType, T><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
-    rc = cudaGetLastError();
-  });
+  if (takes_wgmma(type, k, scratch)) {
+#if APH_GGUF_WGMMA
+    rc = launch_wgmma_tile_gemm<T>(type, w, n, k, x, m, bias, y, workspace, scratch.x_image, grid, per, s);
+#endif
+  } else {
+    dispatch_type(type, [&](auto tag) {
+      constexpr int kType = decltype(tag)::value;
+      tile_gemm_kernel<kType, T><<<grid, kThreads, 0, s>>>(w, n, k, x, m, bias, y, workspace, per);
+      rc = cudaGetLastError();
+    });
+  }
   if (rc != cudaSuccess || splits == 1) return rc;
   sum_splits_kernel<T><<<static_cast<unsigned>(ceil_div(m * n, 256)), 256, 0, s>>>(workspace, splits, m, n, bias, y);
   return cudaGetLastError();
@@ -276,11 +285,17 @@ cudaError_t launch_multi_typed(uint32_t type, const TileGemmTarget* targets, int
   const int per = static_cast<int>(ceil_div(ceil_div(k, kBK), splits));
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(m_tiles), static_cast<unsigned>(splits));
   cudaError_t rc = cudaErrorInvalidValue;
-  dispatch_type(type, [&](auto tag) {
-    constexpr int kType = decltype(tag)::value;
-    tile_gemm_multi_kernel<kType, T><<<grid, kThreads, 0, s>>>(tt, k, x, m, scratch.partials, per);
-    rc = cudaGetLastError();
-  });
+  if (takes_wgmma(type, k, scratch)) {
+#if APH_GGUF_WGMMA
+    rc = launch_wgmma_tile_gemm_multi<T>(type, tt, k, x, m, scratch.partials, scratch.x_image, grid, per, s);
+#endif
+  } else {
+    dispatch_type(type, [&](auto tag) {
+      constexpr int kType = decltype(tag)::value;
+      tile_gemm_multi_kernel<kType, T><<<grid, kThreads, 0, s>>>(tt, k, x, m, scratch.partials, per);
+      rc = cudaGetLastError();
+    });
+  }
   if (rc != cudaSuccess || splits == 1) return rc;
   sum_splits_multi_kernel<T><<<dim3(static_cast<unsigned>(ceil_div(m * widest, 256)), static_cast<unsigned>(count)),
                                256, 0, s>>>(tt, scratch.partials, splits, m);
@@ -288,6 +303,15 @@ cudaError_t launch_multi_typed(uint32_t type, const TileGemmTarget* targets, int
 }
 
 }  // namespace
+
+uint64_t tile_gemm_image_bytes(int64_t k) {
+#if APH_GGUF_WGMMA
+  return wgmma_x_image_bytes(k);
+#else
+  (void)k;
+  return 0;
+#endif
+}
 
 int tile_gemm_splits(int64_t n, int64_t k, int64_t m, int sm_count) {
   return splits_for_tiles(ceil_div(n, kBN) * ceil_div(std::max<int64_t>(m, 1), kBM), k, sm_count);

@@ -21,11 +21,18 @@ int tile_gemm_splits(int64_t n, int64_t k, int64_t m, int sm_count);
 // m <= kTileGemmMaxM.
 uint64_t tile_gemm_workspace_bytes(int64_t n, int64_t k, int sm_count);
 
-// The scratch of a launch with K splits: the partial sums (as sized above).
+// The scratch of a launch: the partial sums of K splits (as sized above)
+// and, for the wgmma form (tile_gemm_wgmma.hpp), x's images.
 struct TileGemmScratch {
   float* partials = nullptr;
   uint64_t partial_bytes = 0;  // what `partials` holds
+  void* x_image = nullptr;
+  uint64_t x_image_bytes = 0;
 };
+
+// Bytes of x_image the launches of width k want (0: none, the build has no
+// wgmma form).
+uint64_t tile_gemm_image_bytes(int64_t k);
 
 // x and y in the activation dtype (F16 or BF16), x 16-byte aligned with k a
 // multiple of 32; scratch as above (unused when splits == 1).

@@ -8,6 +8,7 @@
 
 #include "core/common/cuda_mma.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
+#include "plugins/quant-gguf/cuda/tile_gemm.hpp"
 
 namespace aph::gguf::cuda::tile {
 
@@ -17,6 +18,27 @@ constexpr int kBK = 128;  // k per step
 constexpr int kThreads = 128;
 constexpr int kLd = kBK + 8;   // shared row stride in elements: 272 bytes, rows in different banks
 constexpr int kLdC = kBM + 4;  // fp32 result stride
+
+// The targets of one launch_tile_gemm_multi, by value: target t owns the
+// grid's columns first_tile[t] .. first_tile[t + 1] - 1 and its split
+// partials start partial_off[t] floats into the workspace.
+struct TileTargets {
+  const uint8_t* w[kTileGemmMaxTargets];
+  int64_t n[kTileGemmMaxTargets];
+  const float* bias[kTileGemmMaxTargets];
+  void* y[kTileGemmMaxTargets];
+  int64_t partial_off[kTileGemmMaxTargets];
+  int first_tile[kTileGemmMaxTargets + 1];
+  int count;
+};
+
+// The target of CTA column `tile` and the first W row of that column in it.
+__device__ __forceinline__ int target_of(const TileTargets& tt, int tile, int64_t* n0) {
+  int t = 0;
+  while (t + 1 < tt.count && tile >= tt.first_tile[t + 1]) ++t;
+  *n0 = static_cast<int64_t>(tile - tt.first_tile[t]) * kBN;
+  return t;
+}
 
 // The mma.sync accumulators of a warp: C of its 16 W rows x each 8 rows of x.
 using Acc = float[kBM / 8][4];

@@ -1,0 +1,277 @@
+// The tile GEMM on Hopper's warpgroup MMA. A CTA is one warpgroup (four
+// warps) and owns the same tile as tile_gemm.cu's: 64 W rows by 64 x rows,
+// k steps of 128. What differs:
+//
+// - W never goes through shared memory. Each thread decodes exactly the W
+//   values its A fragments hold: thread t of warp w takes chunk t % 4 (32
+//   values) of the step for rows 16 w + t / 4 and + 8, and its packed pairs
+//   2 kk and 2 kk + 1 are the fragment's two pairs of each k16 slice kk. The
+//   mma.sync kernel decoded W into shared memory and read it back with
+//   ldmatrix, because a fragment wants two values every 8 columns.
+// - So the MMA's k slots hold the step's columns in another order (the
+//   products' sum does not care), and x is laid out to match: x_slot_column
+//   says which column each slot holds. A small kernel writes those images
+//   of x (one per 64-row tile and k step, 16 KB, in the 8 x 16-byte core
+//   matrices the tensor cores read) once per launch, shared by every W tile.
+// - The tensor cores read x from shared memory themselves, once for the
+//   warpgroup, where each of mma.sync's four warps read all of it; one
+//   wgmma instruction does what 32 mma.sync and 40 ldmatrix did.
+//
+// Steps: the next step's image is copied (cp.async) while this one's W is
+// decoded and multiplied; the CTA waits for its MMAs at the end of a step.
+#include "plugins/quant-gguf/cuda/tile_gemm_wgmma.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "core/common/cuda_async_copy.cuh"
+#include "core/common/env_flag.hpp"
+#include "plugins/quant-gguf/cuda/decode.cuh"
+#include "plugins/quant-gguf/cuda/device_math.cuh"
+#include "plugins/quant-gguf/cuda/wgmma.cuh"
+
+// wgmma exists only on sm_90a; CMake compiles this file for that target
+// alone, and only where the build targets sm_90.
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "tile_gemm_wgmma.cu is sm_90a code only (plugins/quant-gguf/CMakeLists.txt)"
+#endif
+
+namespace aph::gguf::cuda {
+
+namespace {
+
+using tile::kBK;
+using tile::kBM;
+using tile::kBN;
+using tile::kLdC;
+using tile::kThreads;
+using tile::TileTargets;
+
+static_assert(kBM == 64 && kBN == 64 && kBK == 128 && kThreads == 128, "one warpgroup, m64n64k16 slices");
+
+constexpr int kCoreBytes = 128;                           // 8 rows x 16 bytes
+constexpr int kImageBytes = kBM * kBK * 2;                // one x tile of one step
+constexpr uint32_t kLeadingBytes = kCoreBytes;            // next core matrix along k
+constexpr uint32_t kStrideBytes = (kBK / 8) * kCoreBytes;  // next 8 rows of x
+constexpr int kMinCtasPerSm = 3;
+
+// The step column that k slot s (0..127) of the MMA holds. In slice
+// kk = s / 16, slot t = s % 16 belongs to the fragment of thread q = t % 8 / 2
+// (slots 2q, 2q + 1 its first pair, 2q + 8, 2q + 9 its second), and that
+// thread's pairs of slice kk are columns 4 kk + 0, 1 and 4 kk + 2, 3 of its
+// chunk q (step columns 32 q ..).
+__host__ __device__ constexpr int x_slot_column(int s) {
+  const int kk = s / 16, t = s % 16;
+  return 32 * (t % 8 / 2) + 4 * kk + 2 * (t / 8) + t % 2;
+}
+
+// x [m, k] into images: image (tile mt, step s) holds x rows 64 mt .. and
+// the columns of step s in slot order, as core matrices (row group g, slot
+// group c) at (16 g + c) * 128 bytes, row r of one at + 16 r. Zeros past m
+// and k. A thread per 16-byte piece (four column pairs; slot pairs are
+// column pairs).
+template <typename T>
+__global__ void arrange_x_kernel(const T* __restrict__ x, int64_t m, int64_t k, int64_t steps, int64_t pieces,
+                                 uint4* __restrict__ image) {
+  const int64_t piece = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (piece >= pieces) return;
+  constexpr int kPieces = kImageBytes / 16;
+  const int64_t img = piece / kPieces;
+  const int within = static_cast<int>(piece % kPieces);
+  const int r = within % 8, c = within / 8 % 16, g = within / 128;
+  const int64_t row = img / steps * kBM + 8 * g + r, col0 = img % steps * kBK;
+  uint32_t v[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t col = col0 + x_slot_column(8 * c + 2 * j);  // even; k is a multiple of 32
+    v[j] = row < m && col < k ? *reinterpret_cast<const uint32_t*>(x + row * k + col) : 0u;
+  }
+  image[piece] = make_uint4(v[0], v[1], v[2], v[3]);
+}
+
+template <int TYPE, typename T>
+__device__ __forceinline__ void wgmma_tile_cta(const uint8_t* __restrict__ w, int64_t n, int64_t k,
+                                               const uint8_t* __restrict__ images, int64_t m,
+                                               const float* __restrict__ bias, T* __restrict__ y,
+                                               float* __restrict__ partial, int steps_per_split, int64_t n0) {
+  // Two images (this step's, the next one's); the fp32 results reuse them.
+  __shared__ __align__(128) uint8_t x_s[2][kImageBytes];
+  static_assert(sizeof(float) * kBM * kLdC <= sizeof(x_s), "results must fit the images");
+  using D = Decoder<TYPE>;
+  constexpr int kChunksPerBlock = D::kBlock / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, q = lane % 4;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
+  const int64_t nb = k / D::kBlock, chunks = k / 32, rb = row_bytes<TYPE>(nb);
+  const int64_t steps = (k + kBK - 1) / kBK;
+  const int64_t s_begin = static_cast<int64_t>(blockIdx.z) * steps_per_split;
+  const int64_t s_end = min(steps, s_begin + steps_per_split);
+  // Rows past n decode row n - 1: their outputs are never written.
+  const int64_t row = n0 + 16 * warp + lane / 4;
+  const uint8_t* w_lo = w + min(row, n - 1) * rb;
+  const uint8_t* w_hi = w + min(row + 8, n - 1) * rb;
+  const uint8_t* my_images = images + static_cast<int64_t>(blockIdx.y) * steps * kImageBytes;
+  tile::Acc acc = {};
+
+  auto copy_image = [&](int64_t s, int buf) {
+    const uint8_t* src = my_images + s * kImageBytes;
+#pragma unroll
+    for (int u = 0; u < kImageBytes / 16 / kThreads; ++u) {
+      const int off = (u * kThreads + tid) * 16;
+      cuda_async::cp_async_16(&x_s[buf][off], src + off, 16);
+    }
+    cuda_async::cp_async_commit();
+  };
+  if (s_begin < s_end) copy_image(s_begin, 0);
+
+  for (int64_t s = s_begin; s < s_end; ++s) {
+    const int buf = static_cast<int>((s - s_begin) & 1);
+    // A: chunk q of the step for both rows (a chunk past k decodes the last
+    // one, which meets the image's zero columns).
+    const int64_t c = min(s * 4 + q, chunks - 1);
+    Chunk lo, hi;
+    decode_chunk<TYPE>(w_lo, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), lo);
+    decode_chunk<TYPE>(w_hi, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), hi);
+    uint32_t a_lo[16], a_hi[16];
+    pack_chunk_for_gemm<TYPE, T>(lo, a_lo);
+    pack_chunk_for_gemm<TYPE, T>(hi, a_hi);
+
+    cuda_async::cp_async_wait<0>();
+    wgmma::fence_proxy_async();
+    // Every thread's part of this image has landed, and every thread is past
+    // the previous step's MMAs, which read the other buffer.
+    __syncthreads();
+    if (s + 1 < s_end) copy_image(s + 1, buf ^ 1);
+
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      const uint32_t a[4] = {a_lo[2 * kk], a_hi[2 * kk], a_lo[2 * kk + 1], a_hi[2 * kk + 1]};
+      wgmma::mma_64x64x16<T>(acc, a, wgmma::smem_desc(&x_s[buf][2 * kk * kCoreBytes], kLeadingBytes, kStrideBytes));
+    }
+    wgmma::commit_group();
+    wgmma::wait_group<0>();
+#pragma unroll
+    for (int i = 0; i < 16; ++i) wgmma::keep(a_lo[i]), wgmma::keep(a_hi[i]);
+#pragma unroll
+    for (int j = 0; j < kBM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) wgmma::keep(acc[j][e]);
+  }
+  cuda_async::cp_async_wait<0>();
+  __syncthreads();
+  float* c_s = reinterpret_cast<float*>(&x_s[0][0]);
+  tile::stash_acc(acc, warp, lane, c_s);
+  __syncthreads();
+  tile::write_tile(c_s, m0, n0, m, n, bias, y, partial);
+}
+
+template <int TYPE, typename T>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
+    wgmma_tile_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const uint8_t* __restrict__ images,
+                      int64_t m, const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
+                      int steps_per_split) {
+  wgmma_tile_cta<TYPE, T>(w, n, k, images, m, bias, y, partial, steps_per_split, static_cast<int64_t>(blockIdx.x) * kBN);
+}
+
+template <int TYPE, typename T>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
+    wgmma_tile_multi_kernel(const TileTargets targets, int64_t k, const uint8_t* __restrict__ images, int64_t m,
+                            float* __restrict__ workspace, int steps_per_split) {
+  int64_t n0 = 0;
+  const int t = tile::target_of(targets, static_cast<int>(blockIdx.x), &n0);
+  wgmma_tile_cta<TYPE, T>(targets.w[t], targets.n[t], k, images, m, targets.bias[t], static_cast<T*>(targets.y[t]),
+                          workspace + targets.partial_off[t], steps_per_split, n0);
+}
+
+// The types with a wgmma form: the k-quants of the common GGUF mixes
+// (Q4_K_M is Q4_K with Q6_K; Q5_K_M adds Q5_K).
+template <typename F>
+bool dispatch_wgmma_type(uint32_t type, F&& f) {
+  switch (type) {
+    case 12: f(TypeTag<12>{}); return true;
+    case 13: f(TypeTag<13>{}); return true;
+    case 14: f(TypeTag<14>{}); return true;
+    default: return false;
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+template <typename T>
+cudaError_t arrange_x(const T* x, int64_t m, int64_t k, void* x_image, cudaStream_t s) {
+  const int64_t steps = ceil_div(k, kBK);
+  const int64_t pieces = ceil_div(m, kBM) * steps * (kImageBytes / 16);
+  arrange_x_kernel<T><<<static_cast<unsigned>(ceil_div(pieces, 256)), 256, 0, s>>>(x, m, k, steps, pieces,
+                                                                                   static_cast<uint4*>(x_image));
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+uint64_t wgmma_x_image_bytes(int64_t k) {
+  return static_cast<uint64_t>(ceil_div(kTileGemmMaxM, kBM)) * ceil_div(k, kBK) * kImageBytes;
+}
+
+bool wgmma_tile_gemm_takes(uint32_t ggml_type) {
+  // Asked once: the plugin drives one device (CudaLinear), and sm_90a code
+  // runs on compute capability 9.0 only.
+  static const bool usable = [] {
+    if (!env_flag("APH_GGUF_TILE_WGMMA", true)) return false;
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+      return false;
+    cudaFuncAttributes attr{};
+    return major == 9 && minor == 0 &&
+           cudaFuncGetAttributes(&attr, wgmma_tile_kernel<12, __nv_bfloat16>) == cudaSuccess;
+  }();
+  return usable && dispatch_wgmma_type(ggml_type, [](auto) {});
+}
+
+template <typename T>
+cudaError_t launch_wgmma_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
+                                   const float* bias, T* y, float* partials, void* x_image, dim3 grid,
+                                   int steps_per_split, cudaStream_t s) {
+  cudaError_t rc = arrange_x(x, m, k, x_image, s);
+  if (rc != cudaSuccess) return rc;
+  rc = cudaErrorInvalidValue;
+  dispatch_wgmma_type(type, [&](auto tag) {
+    constexpr int kType = decltype(tag)::value;
+    wgmma_tile_kernel<kType, T><<<grid, kThreads, 0, s>>>(w, n, k, static_cast<const uint8_t*>(x_image), m, bias, y,
+                                                         partials, steps_per_split);
+    rc = cudaGetLastError();
+  });
+  return rc;
+}
+
+template <typename T>
+cudaError_t launch_wgmma_tile_gemm_multi(uint32_t type, const TileTargets& targets, int64_t k, const T* x, int64_t m,
+                                         float* workspace, void* x_image, dim3 grid, int steps_per_split,
+                                         cudaStream_t s) {
+  cudaError_t rc = arrange_x(x, m, k, x_image, s);
+  if (rc != cudaSuccess) return rc;
+  rc = cudaErrorInvalidValue;
+  dispatch_wgmma_type(type, [&](auto tag) {
+    constexpr int kType = decltype(tag)::value;
+    wgmma_tile_multi_kernel<kType, T><<<grid, kThreads, 0, s>>>(targets, k, static_cast<const uint8_t*>(x_image), m,
+                                                               workspace, steps_per_split);
+    rc = cudaGetLastError();
+  });
+  return rc;
+}
+
+template cudaError_t launch_wgmma_tile_gemm<__half>(uint32_t, const uint8_t*, int64_t, int64_t, const __half*,
+                                                    int64_t, const float*, __half*, float*, void*, dim3, int,
+                                                    cudaStream_t);
+template cudaError_t launch_wgmma_tile_gemm<__nv_bfloat16>(uint32_t, const uint8_t*, int64_t, int64_t,
+                                                           const __nv_bfloat16*, int64_t, const float*,
+                                                           __nv_bfloat16*, float*, void*, dim3, int, cudaStream_t);
+template cudaError_t launch_wgmma_tile_gemm_multi<__half>(uint32_t, const TileTargets&, int64_t, const __half*,
+                                                          int64_t, float*, void*, dim3, int, cudaStream_t);
+template cudaError_t launch_wgmma_tile_gemm_multi<__nv_bfloat16>(uint32_t, const TileTargets&, int64_t,
+                                                                 const __nv_bfloat16*, int64_t, float*, void*, dim3,
+                                                                 int, cudaStream_t);
+
+}  // namespace aph::gguf::cuda

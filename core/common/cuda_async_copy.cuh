@@ -15,6 +15,13 @@ __device__ __forceinline__ void cp_async_16(void* smem_dst, const void* gmem_src
                "r"(src_bytes));
 }
 
+// 16 bytes that are read once (weights): as cp_async_16, and L2 fetches the
+// 256 bytes around them, which the same CTA's next copies mostly want.
+__device__ __forceinline__ void cp_async_16_weights(void* smem_dst, const void* gmem_src) {
+  uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src));
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 template <int kPending>

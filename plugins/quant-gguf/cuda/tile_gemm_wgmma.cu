@@ -30,6 +30,7 @@
 #include "plugins/quant-gguf/cuda/decode.cuh"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/wgmma.cuh"
+#include "plugins/quant-gguf/cuda/wgmma_w_stage.cuh"
 
 // wgmma exists only on sm_90a; CMake compiles this file for that target
 // alone, and only where the build targets sm_90.
@@ -54,7 +55,7 @@ constexpr int kCoreBytes = 128;                           // 8 rows x 16 bytes
 constexpr int kImageBytes = kBM * kBK * 2;                // one x tile of one step
 constexpr uint32_t kLeadingBytes = kCoreBytes;            // next core matrix along k
 constexpr uint32_t kStrideBytes = (kBK / 8) * kCoreBytes;  // next 8 rows of x
-constexpr int kMinCtasPerSm = 3;
+constexpr int kMinCtasPerSm = 4;
 
 // The step column that k slot s (0..127) of the MMA holds. In slice
 // kk = s / 16, slot t = s % 16 belongs to the fragment of thread q = t % 8 / 2
@@ -90,14 +91,18 @@ __global__ void arrange_x_kernel(const T* __restrict__ x, int64_t m, int64_t k, 
   image[piece] = make_uint4(v[0], v[1], v[2], v[3]);
 }
 
-template <int TYPE, typename T>
+template <int TYPE, bool kStageW, typename T>
 __device__ __forceinline__ void wgmma_tile_cta(const uint8_t* __restrict__ w, int64_t n, int64_t k,
                                                const uint8_t* __restrict__ images, int64_t m,
                                                const float* __restrict__ bias, T* __restrict__ y,
                                                float* __restrict__ partial, int steps_per_split, int64_t n0) {
-  // Two images (this step's, the next one's); the fp32 results reuse them.
-  __shared__ __align__(128) uint8_t x_s[2][kImageBytes];
-  static_assert(sizeof(float) * kBM * kLdC <= sizeof(x_s), "results must fit the images");
+  // Two stages (this step's, the next one's): x's image and, with kStageW,
+  // W's bytes (wgmma_w_stage.cuh); the fp32 results reuse them. 48 KB at
+  // most (Q6_K): four CTAs an SM, static shared memory.
+  constexpr int kWStageBytes = kStageW ? kBN * wstage::kRowBytes<TYPE> : 0;
+  constexpr int kStageBytes = kImageBytes + kWStageBytes;
+  __shared__ __align__(128) uint8_t stage_s[2][kStageBytes];
+  static_assert(sizeof(float) * kBM * kLdC <= sizeof(stage_s), "results must fit the stages");
   using D = Decoder<TYPE>;
   constexpr int kChunksPerBlock = D::kBlock / 32;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, q = lane % 4;
@@ -106,48 +111,64 @@ __device__ __forceinline__ void wgmma_tile_cta(const uint8_t* __restrict__ w, in
   const int64_t steps = (k + kBK - 1) / kBK;
   const int64_t s_begin = static_cast<int64_t>(blockIdx.z) * steps_per_split;
   const int64_t s_end = min(steps, s_begin + steps_per_split);
-  // Rows past n decode row n - 1: their outputs are never written.
-  const int64_t row = n0 + 16 * warp + lane / 4;
+  // This thread's A rows (tile rows r_lo and r_lo + 8). Rows past n decode
+  // row n - 1: their outputs are never written.
+  const int r_lo = 16 * warp + lane / 4;
+  const int64_t row = n0 + r_lo;
   const uint8_t* w_lo = w + min(row, n - 1) * rb;
   const uint8_t* w_hi = w + min(row + 8, n - 1) * rb;
   const uint8_t* my_images = images + static_cast<int64_t>(blockIdx.y) * steps * kImageBytes;
   tile::Acc acc = {};
 
-  auto copy_image = [&](int64_t s, int buf) {
+  auto copy_stage = [&](int64_t s, int buf) {
     const uint8_t* src = my_images + s * kImageBytes;
 #pragma unroll
     for (int u = 0; u < kImageBytes / 16 / kThreads; ++u) {
       const int off = (u * kThreads + tid) * 16;
-      cuda_async::cp_async_16(&x_s[buf][off], src + off, 16);
+      cuda_async::cp_async_16(&stage_s[buf][off], src + off, 16);
     }
+    if constexpr (kStageW)
+      wstage::copy_step<TYPE, kThreads>(w, n, n0, rb, nb, s, &stage_s[buf][kImageBytes], tid);
     cuda_async::cp_async_commit();
   };
-  if (s_begin < s_end) copy_image(s_begin, 0);
+  // A: chunk q of the step for both rows, from global memory (a chunk past
+  // k decodes the last one, which meets the image's zero columns) or, with
+  // kStageW, from the stage (k-quant rows hold whole 256-value blocks, so
+  // a step never passes k).
+  auto decode_a = [&](int64_t s, int buf, uint32_t (&a_lo)[16], uint32_t (&a_hi)[16]) {
+    Chunk lo, hi;
+    if constexpr (kStageW) {
+      const uint8_t* w_s = &stage_s[buf][kImageBytes];
+      wstage::decode<TYPE>(w_s + r_lo * wstage::kRowBytes<TYPE>, r_lo, s, q, lo);
+      wstage::decode<TYPE>(w_s + (r_lo + 8) * wstage::kRowBytes<TYPE>, r_lo + 8, s, q, hi);
+    } else {
+      const int64_t c = min(s * 4 + q, chunks - 1);
+      decode_chunk<TYPE>(w_lo, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), lo);
+      decode_chunk<TYPE>(w_hi, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), hi);
+    }
+    pack_chunk_for_gemm<TYPE, T>(lo, a_lo);
+    pack_chunk_for_gemm<TYPE, T>(hi, a_hi);
+  };
+  if (s_begin < s_end) copy_stage(s_begin, 0);
 
   for (int64_t s = s_begin; s < s_end; ++s) {
     const int buf = static_cast<int>((s - s_begin) & 1);
-    // A: chunk q of the step for both rows (a chunk past k decodes the last
-    // one, which meets the image's zero columns).
-    const int64_t c = min(s * 4 + q, chunks - 1);
-    Chunk lo, hi;
-    decode_chunk<TYPE>(w_lo, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), lo);
-    decode_chunk<TYPE>(w_hi, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), hi);
     uint32_t a_lo[16], a_hi[16];
-    pack_chunk_for_gemm<TYPE, T>(lo, a_lo);
-    pack_chunk_for_gemm<TYPE, T>(hi, a_hi);
-
+    // Unstaged, the decode's loads overlap the image's copy.
+    if constexpr (!kStageW) decode_a(s, buf, a_lo, a_hi);
     cuda_async::cp_async_wait<0>();
     wgmma::fence_proxy_async();
-    // Every thread's part of this image has landed, and every thread is past
-    // the previous step's MMAs, which read the other buffer.
+    // Every thread's part of this stage has landed, and every thread is past
+    // the previous step's MMAs and decode, which read the other buffer.
     __syncthreads();
-    if (s + 1 < s_end) copy_image(s + 1, buf ^ 1);
+    if (s + 1 < s_end) copy_stage(s + 1, buf ^ 1);
+    if constexpr (kStageW) decode_a(s, buf, a_lo, a_hi);
 
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kBK / 16; ++kk) {
       const uint32_t a[4] = {a_lo[2 * kk], a_hi[2 * kk], a_lo[2 * kk + 1], a_hi[2 * kk + 1]};
-      wgmma::mma_64x64x16<T>(acc, a, wgmma::smem_desc(&x_s[buf][2 * kk * kCoreBytes], kLeadingBytes, kStrideBytes));
+      wgmma::mma_64x64x16<T>(acc, a, wgmma::smem_desc(&stage_s[buf][2 * kk * kCoreBytes], kLeadingBytes, kStrideBytes));
     }
     wgmma::commit_group();
     wgmma::wait_group<0>();
@@ -160,28 +181,37 @@ __device__ __forceinline__ void wgmma_tile_cta(const uint8_t* __restrict__ w, in
   }
   cuda_async::cp_async_wait<0>();
   __syncthreads();
-  float* c_s = reinterpret_cast<float*>(&x_s[0][0]);
+  float* c_s = reinterpret_cast<float*>(&stage_s[0][0]);
   tile::stash_acc(acc, warp, lane, c_s);
   __syncthreads();
   tile::write_tile(c_s, m0, n0, m, n, bias, y, partial);
 }
 
-template <int TYPE, typename T>
+template <int TYPE, bool kStageW, typename T>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     wgmma_tile_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const uint8_t* __restrict__ images,
                       int64_t m, const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                       int steps_per_split) {
-  wgmma_tile_cta<TYPE, T>(w, n, k, images, m, bias, y, partial, steps_per_split, static_cast<int64_t>(blockIdx.x) * kBN);
+  wgmma_tile_cta<TYPE, kStageW, T>(w, n, k, images, m, bias, y, partial, steps_per_split,
+                                   static_cast<int64_t>(blockIdx.x) * kBN);
 }
 
-template <int TYPE, typename T>
+template <int TYPE, bool kStageW, typename T>
 __global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     wgmma_tile_multi_kernel(const TileTargets targets, int64_t k, const uint8_t* __restrict__ images, int64_t m,
                             float* __restrict__ workspace, int steps_per_split) {
   int64_t n0 = 0;
   const int t = tile::target_of(targets, static_cast<int>(blockIdx.x), &n0);
-  wgmma_tile_cta<TYPE, T>(targets.w[t], targets.n[t], k, images, m, targets.bias[t], static_cast<T*>(targets.y[t]),
-                          workspace + targets.partial_off[t], steps_per_split, n0);
+  wgmma_tile_cta<TYPE, kStageW, T>(targets.w[t], targets.n[t], k, images, m, targets.bias[t],
+                                   static_cast<T*>(targets.y[t]), workspace + targets.partial_off[t], steps_per_split,
+                                   n0);
+}
+
+// Whether the W bytes go through the stage (APH_GGUF_WGMMA_STAGE_W, default
+// 1; 0: each step decodes from global memory, test_gguf_cuda_wgmma_direct_w).
+bool stage_w() {
+  static const bool on = env_flag("APH_GGUF_WGMMA_STAGE_W", true);
+  return on;
 }
 
 // The types with a wgmma form: the k-quants of the common GGUF mixes
@@ -225,7 +255,7 @@ bool wgmma_tile_gemm_takes(uint32_t ggml_type) {
       return false;
     cudaFuncAttributes attr{};
     return major == 9 && minor == 0 &&
-           cudaFuncGetAttributes(&attr, wgmma_tile_kernel<12, __nv_bfloat16>) == cudaSuccess;
+           cudaFuncGetAttributes(&attr, wgmma_tile_kernel<12, true, __nv_bfloat16>) == cudaSuccess;
   }();
   return usable && dispatch_wgmma_type(ggml_type, [](auto) {});
 }
@@ -239,8 +269,13 @@ cudaError_t launch_wgmma_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, i
   rc = cudaErrorInvalidValue;
   dispatch_wgmma_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
-    wgmma_tile_kernel<kType, T><<<grid, kThreads, 0, s>>>(w, n, k, static_cast<const uint8_t*>(x_image), m, bias, y,
-                                                         partials, steps_per_split);
+    const auto* images = static_cast<const uint8_t*>(x_image);
+    if (stage_w())
+      wgmma_tile_kernel<kType, true, T><<<grid, kThreads, 0, s>>>(w, n, k, images, m, bias, y, partials,
+                                                                  steps_per_split);
+    else
+      wgmma_tile_kernel<kType, false, T><<<grid, kThreads, 0, s>>>(w, n, k, images, m, bias, y, partials,
+                                                                   steps_per_split);
     rc = cudaGetLastError();
   });
   return rc;
@@ -255,8 +290,13 @@ cudaError_t launch_wgmma_tile_gemm_multi(uint32_t type, const TileTargets& targe
   rc = cudaErrorInvalidValue;
   dispatch_wgmma_type(type, [&](auto tag) {
     constexpr int kType = decltype(tag)::value;
-    wgmma_tile_multi_kernel<kType, T><<<grid, kThreads, 0, s>>>(targets, k, static_cast<const uint8_t*>(x_image), m,
-                                                               workspace, steps_per_split);
+    const auto* images = static_cast<const uint8_t*>(x_image);
+    if (stage_w())
+      wgmma_tile_multi_kernel<kType, true, T><<<grid, kThreads, 0, s>>>(targets, k, images, m, workspace,
+                                                                        steps_per_split);
+    else
+      wgmma_tile_multi_kernel<kType, false, T><<<grid, kThreads, 0, s>>>(targets, k, images, m, workspace,
+                                                                         steps_per_split);
     rc = cudaGetLastError();
   });
   return rc;

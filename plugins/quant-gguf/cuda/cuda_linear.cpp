@@ -139,34 +139,20 @@ CudaContext::~CudaContext() {
 void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uint64_t partial, uint64_t image) {
   if (act <= act_bytes_ && dequant <= dequant_bytes_ && partial <= partial_bytes_ && image <= image_bytes_) return;
   check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
-  if (act > act_bytes_) {
-    if (act_) state_.services->device_free(state_.services->host, device_, act_);
-    act_ = nullptr;
-    act_ = alloc(state_, device_, act, "GGUF activation scratch");
-    if (reinterpret_cast<uintptr_t>(act_) % 256 != 0)
-      throw Error(APH_ERR_INTERNAL, "GGUF activation scratch is not 256-byte aligned");
-    act_bytes_ = act;
-  }
-  if (dequant > dequant_bytes_) {
-    if (dequant_) state_.services->device_free(state_.services->host, device_, dequant_);
-    dequant_ = nullptr;
-    dequant_ = alloc(state_, device_, dequant, "GGUF dequantization scratch");
-    dequant_bytes_ = dequant;
-  }
-  if (partial > partial_bytes_) {
-    if (partials_) state_.services->device_free(state_.services->host, device_, partials_);
-    partials_ = nullptr;
-    partials_ = alloc(state_, device_, partial, "GGUF tile GEMM partial sums");
-    partial_bytes_ = partial;
-  }
-  if (image > image_bytes_) {
-    if (images_) state_.services->device_free(state_.services->host, device_, images_);
-    images_ = nullptr;
-    images_ = alloc(state_, device_, image, "GGUF tile GEMM x images");
-    if (reinterpret_cast<uintptr_t>(images_) % 16 != 0)
-      throw Error(APH_ERR_INTERNAL, "GGUF tile GEMM x images are not 16-byte aligned");
-    image_bytes_ = image;
-  }
+  grow(act_, act_bytes_, act, 256, "GGUF activation scratch");
+  grow(dequant_, dequant_bytes_, dequant, 1, "GGUF dequantization scratch");
+  grow(partials_, partial_bytes_, partial, 1, "GGUF tile GEMM partial sums");
+  grow(images_, image_bytes_, image, 16, "GGUF tile GEMM x images");
+}
+
+void CudaContext::grow(void*& buffer, uint64_t& have, uint64_t want, uintptr_t align, const char* what) {
+  if (want <= have) return;
+  if (buffer) state_.services->device_free(state_.services->host, device_, buffer);
+  buffer = nullptr;
+  buffer = alloc(state_, device_, want, what);
+  if (reinterpret_cast<uintptr_t>(buffer) % align != 0)
+    throw Error(APH_ERR_INTERNAL, std::string(what) + " is not " + std::to_string(align) + "-byte aligned");
+  have = want;
 }
 
 cuda::TileGemmScratch CudaContext::tile_scratch() const {

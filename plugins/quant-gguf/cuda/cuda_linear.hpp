@@ -43,6 +43,10 @@ class CudaContext {
   int32_t device() const { return device_; }
 
  private:
+  // Reallocates buffer (have bytes) to want bytes if it is smaller; the
+  // new one must be align-byte aligned. Throws Error naming `what`.
+  void grow(void*& buffer, uint64_t& have, uint64_t want, uintptr_t align, const char* what);
+
   PluginState& state_;
   int32_t device_;
   void* cublas_ = nullptr;

@@ -312,36 +312,42 @@ bool wgmma_tile_gemm_takes(uint32_t ggml_type) {
   return usable && dispatch_wgmma_type(ggml_type, [](auto) {});
 }
 
+namespace {
+
+// x's images, then the GEMM: launch_gemm(TypeTag<TYPE>, images) for the
+// launch's type.
+template <typename T, typename F>
+cudaError_t arrange_and_launch(uint32_t type, const T* x, int64_t m, int64_t k, void* x_image, cudaStream_t s,
+                               F&& launch_gemm) {
+  cudaError_t rc = arrange_x(x, m, k, x_image, s);
+  if (rc != cudaSuccess) return rc;
+  rc = cudaErrorInvalidValue;
+  dispatch_wgmma_type(type, [&](auto tag) { rc = launch_gemm(tag, static_cast<const uint8_t*>(x_image)); });
+  return rc;
+}
+
+}  // namespace
+
 template <typename T>
 cudaError_t launch_wgmma_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, int64_t k, const T* x, int64_t m,
                                    const float* bias, T* y, float* partials, void* x_image, dim3 grid,
                                    int steps_per_split, cudaStream_t s) {
-  cudaError_t rc = arrange_x(x, m, k, x_image, s);
-  if (rc != cudaSuccess) return rc;
-  rc = cudaErrorInvalidValue;
-  dispatch_wgmma_type(type, [&](auto tag) {
+  return arrange_and_launch(type, x, m, k, x_image, s, [&](auto tag, const uint8_t* images) {
     constexpr int kType = decltype(tag)::value;
-    const auto* images = static_cast<const uint8_t*>(x_image);
     auto kernel = stage_w() ? wgmma_tile_kernel<kType, true, T> : wgmma_tile_kernel<kType, false, T>;
-    rc = launch(kernel, grid, dim3(kThreads), s, w, n, k, images, m, bias, y, partials, steps_per_split);
+    return launch(kernel, grid, dim3(kThreads), s, w, n, k, images, m, bias, y, partials, steps_per_split);
   });
-  return rc;
 }
 
 template <typename T>
 cudaError_t launch_wgmma_tile_gemm_multi(uint32_t type, const TileTargets& targets, int64_t k, const T* x, int64_t m,
                                          float* workspace, void* x_image, dim3 grid, int steps_per_split,
                                          cudaStream_t s) {
-  cudaError_t rc = arrange_x(x, m, k, x_image, s);
-  if (rc != cudaSuccess) return rc;
-  rc = cudaErrorInvalidValue;
-  dispatch_wgmma_type(type, [&](auto tag) {
+  return arrange_and_launch(type, x, m, k, x_image, s, [&](auto tag, const uint8_t* images) {
     constexpr int kType = decltype(tag)::value;
-    const auto* images = static_cast<const uint8_t*>(x_image);
     auto kernel = stage_w() ? wgmma_tile_multi_kernel<kType, true, T> : wgmma_tile_multi_kernel<kType, false, T>;
-    rc = launch(kernel, grid, dim3(kThreads), s, targets, k, images, m, workspace, steps_per_split);
+    return launch(kernel, grid, dim3(kThreads), s, targets, k, images, m, workspace, steps_per_split);
   });
-  return rc;
 }
 
 template cudaError_t launch_wgmma_tile_gemm<__half>(uint32_t, const uint8_t*, int64_t, int64_t, const __half*,

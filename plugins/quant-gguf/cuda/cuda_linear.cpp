@@ -55,6 +55,19 @@ bool tile_gemm_enabled() {
   return on;
 }
 
+// The largest batch the matvecs take for a type: kMatvecMaxM (32), unless
+// the wgmma tile GEMM takes the type and APH_GGUF_WGMMA_MIN_M (9..33) sends
+// smaller batches to it. The matvecs read W once per 8 rows of x; the tile
+// GEMM once per 64.
+int64_t matvec_max_m(uint32_t type) {
+  static const long min_m = [] {
+    const long v = env_int("APH_GGUF_WGMMA_MIN_M", CudaLinear::kMatvecMaxM + 1);
+    return v >= 9 && v <= CudaLinear::kMatvecMaxM + 1 ? v : CudaLinear::kMatvecMaxM + 1;
+  }();
+  if (!tile_gemm_enabled() || !cuda::tile_gemm_wgmma_takes(type)) return CudaLinear::kMatvecMaxM;
+  return min_m - 1;
+}
+
 // APH_GGUF_TILE_GROUPS=1: the linears of a projection group (q/k/v,
 // gate/up) that take the tile GEMM with one type run as one launch
 // (launch_tile_gemm_multi): at 64 sequences on the 8B, q/k/v's 96 tiles split
@@ -206,6 +219,7 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_
       state.cuda->reserve(act_layout(kMatvecMaxM, k).total, static_cast<uint64_t>(tile_rows()) * k * 2, stream,
                           cuda::tile_gemm_workspace_bytes(n, k, state.cuda->sm_count()),
                           cuda::tile_gemm_image_bytes(k));
+      matvec_max_m_ = matvec_max_m(ggml_type);
     }
     if (!bias.empty()) {
       bias_bytes_ = bias.size() * sizeof(float);

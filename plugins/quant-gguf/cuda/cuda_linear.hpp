@@ -112,7 +112,7 @@ class CudaLinear {
   // y[m, rows] (row stride n) = x · W[rows, k]ᵀ; rows < 0 means all n.
   void gemm(const void* w, const void* x, int64_t m, void* y, aph_stream stream, int64_t rows = -1);
   int64_t tile_rows() const;
-  bool takes_matvec(int64_t m) const { return !float_weight_ && m <= kMatvecMaxM; }
+  bool takes_matvec(int64_t m) const { return !float_weight_ && m <= matvec_max_m_; }
   // x quantized into the shared activation scratch (the matvecs read it).
   void quantize_x(const void* x, int64_t m, aph_stream stream) const;
   // Rows [r, r + 8) of the scratch as a matvec's x.
@@ -148,6 +148,8 @@ class CudaLinear {
   int32_t device_;
   bool bf16_;
   bool float_weight_;
+  // Largest M that takes the matvec path here (matvec_max_m in the .cpp).
+  int64_t matvec_max_m_ = kMatvecMaxM;
   void* weight_ = nullptr;
   uint64_t weight_bytes_ = 0;
   float* bias_ = nullptr;

@@ -313,6 +313,15 @@ uint64_t tile_gemm_image_bytes(int64_t k) {
 #endif
 }
 
+bool tile_gemm_wgmma_takes(uint32_t ggml_type) {
+#if APH_GGUF_WGMMA
+  return wgmma_tile_gemm_takes(ggml_type);
+#else
+  (void)ggml_type;
+  return false;
+#endif
+}
+
 int tile_gemm_splits(int64_t n, int64_t k, int64_t m, int sm_count) {
   return splits_for_tiles(ceil_div(n, kBN) * ceil_div(std::max<int64_t>(m, 1), kBM), k, sm_count);
 }

@@ -34,6 +34,10 @@ struct TileGemmScratch {
 // wgmma form).
 uint64_t tile_gemm_image_bytes(int64_t k);
 
+// Whether launches of this ggml type take the wgmma kernel (built for
+// sm_90a, this device is compute capability 9.0, APH_GGUF_TILE_WGMMA on).
+bool tile_gemm_wgmma_takes(uint32_t ggml_type);
+
 // x and y in the activation dtype (F16 or BF16), x 16-byte aligned with k a
 // multiple of 32; scratch as above (unused when splits == 1).
 int launch_tile_gemm(uint32_t ggml_type, const uint8_t* w, int64_t n, int64_t k, const void* x, int64_t m,

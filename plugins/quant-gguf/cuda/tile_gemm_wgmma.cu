@@ -72,6 +72,19 @@ __host__ __device__ constexpr int x_slot_column(int s) {
   return 32 * (t % 8 / 2) + 4 * kk + 2 * (t / 8) + t % 2;
 }
 
+// Every column of a step in exactly one slot (else a product would be lost
+// or counted twice).
+constexpr bool slots_are_a_permutation() {
+  bool seen[kBK] = {};
+  for (int s = 0; s < kBK; ++s) {
+    const int c = x_slot_column(s);
+    if (c < 0 || c >= kBK || seen[c]) return false;
+    seen[c] = true;
+  }
+  return true;
+}
+static_assert(slots_are_a_permutation(), "x_slot_column must permute a step's columns");
+
 // x [m, k] into images: image (tile mt, step s) holds x rows 64 mt .. and
 // the columns of step s in slot order, as core matrices (row group g, slot
 // group c) at (16 g + c) * 128 bytes, row r of one at + 16 r. Zeros past m

@@ -502,11 +502,8 @@ __host__ __device__ constexpr bool fast_pack_fits() {
   return Decoder<TYPE>::kCodeMax - Decoder<TYPE>::kCodeMin <= PackMagic<T>::kSpan;
 }
 
-// Half h (elements 16 h ..) of a chunk into packed[0..7], as pack_chunk_fast
-// writes packed[8 h ..]: the wgmma tile GEMM packs a half, starts its MMAs,
-// and packs the other half while they run.
 template <int TYPE, typename T>
-__device__ __forceinline__ void pack_half_fast(const Chunk& ch, int h, uint32_t (&packed)[8]) {
+__device__ __forceinline__ void pack_chunk_fast(const Chunk& ch, uint32_t (&packed)[16]) {
   using D = Decoder<TYPE>;
   using M = PackMagic<T>;
   using T2 = typename M::T2;
@@ -514,34 +511,26 @@ __device__ __forceinline__ void pack_half_fast(const Chunk& ch, int h, uint32_t 
   // Bytewise q - kCodeMin (mod 256, so a negative minimum adds).
   constexpr uint32_t kShift = static_cast<uint32_t>(static_cast<uint8_t>(D::kCodeMin)) * 0x01010101u;
   const T2 to_code = M::pair(static_cast<float>(D::kCodeMin - M::kValue));
-  const T2 a_hi = M::pair(ch.a[h]), b_hi = M::pair(ch.b[h]);
-  const T2 a_lo = M::pair(ch.a[h] - __low2float(a_hi)), b_lo = M::pair(ch.b[h] - __low2float(b_hi));
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    const uint32_t u = kShift == 0 ? static_cast<uint32_t>(ch.q[4 * h + w])
-                                   : __vsub4(static_cast<uint32_t>(ch.q[4 * h + w]), kShift);
-    // Elements 4w, 4w+1 and 4w+2, 4w+3 of the half: byte i of u under the
-    // magic high byte, two to a word (the byte of M::kHigh is selector 4).
-#pragma unroll
-    for (int pr = 0; pr < 2; ++pr) {
-      const uint32_t bits = __byte_perm(u, M::kHigh, pr == 0 ? 0x4140 : 0x4342);
-      T2 q = *reinterpret_cast<const T2*>(&bits);
-      q = __hadd2(q, to_code);
-      const T2 v = D::kHasMin ? __hadd2(__hfma2(q, a_hi, b_hi), __hfma2(q, a_lo, b_lo))
-                              : __hfma2(q, a_lo, __hmul2(q, a_hi));
-      packed[2 * w + pr] = *reinterpret_cast<const uint32_t*>(&v);
-    }
-  }
-}
-
-template <int TYPE, typename T>
-__device__ __forceinline__ void pack_chunk_fast(const Chunk& ch, uint32_t (&packed)[16]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    uint32_t half[8];
-    pack_half_fast<TYPE, T>(ch, h, half);
+    const T2 a_hi = M::pair(ch.a[h]), b_hi = M::pair(ch.b[h]);
+    const T2 a_lo = M::pair(ch.a[h] - __low2float(a_hi)), b_lo = M::pair(ch.b[h] - __low2float(b_hi));
 #pragma unroll
-    for (int i = 0; i < 8; ++i) packed[8 * h + i] = half[i];
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t u = kShift == 0 ? static_cast<uint32_t>(ch.q[4 * h + w])
+                                     : __vsub4(static_cast<uint32_t>(ch.q[4 * h + w]), kShift);
+      // Elements 4w, 4w+1 and 4w+2, 4w+3 of the half: byte i of u under the
+      // magic high byte, two to a word (the byte of M::kHigh is selector 4).
+#pragma unroll
+      for (int pr = 0; pr < 2; ++pr) {
+        const uint32_t bits = __byte_perm(u, M::kHigh, pr == 0 ? 0x4140 : 0x4342);
+        T2 q = *reinterpret_cast<const T2*>(&bits);
+        q = __hadd2(q, to_code);
+        const T2 v = D::kHasMin ? __hadd2(__hfma2(q, a_hi, b_hi), __hfma2(q, a_lo, b_lo))
+                                : __hfma2(q, a_lo, __hmul2(q, a_hi));
+        packed[8 * h + 2 * w + pr] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+    }
   }
 }
 

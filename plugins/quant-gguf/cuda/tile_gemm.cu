@@ -218,13 +218,7 @@ int splits_for_tiles(int64_t tiles, int64_t k, int sm_count) {
 // device and type, and the scratch holds x's images.
 bool takes_wgmma(uint32_t type, int64_t k, const TileGemmScratch& scratch) {
   const uint64_t need = tile_gemm_image_bytes(k);
-  if (need == 0 || scratch.x_image == nullptr || scratch.x_image_bytes < need) return false;
-#if APH_GGUF_WGMMA
-  return wgmma_tile_gemm_takes(type);
-#else
-  (void)type;
-  return false;
-#endif
+  return need != 0 && scratch.x_image != nullptr && scratch.x_image_bytes >= need && tile_gemm_wgmma_takes(type);
 }
 
 template <typename T>

@@ -122,7 +122,6 @@ __device__ __forceinline__ void wgmma_tile_cta(const uint8_t* __restrict__ w, in
   // Two stages (this step's, the next one's): x's image and, with kStageW,
   // W's bytes (wgmma_w_stage.cuh); the fp32 results reuse them. 48 KB at
   // most (Q6_K): four CTAs an SM, static shared memory.
-  static_assert(fast_pack_fits<TYPE, T>(), "the wgmma types' codes fit T's mantissa");
   constexpr int kWStageBytes = kStageW ? kBN * wstage::kRowBytes<TYPE> : 0;
   constexpr int kStageBytes = kImageBytes + kWStageBytes;
   __shared__ __align__(128) uint8_t stage_s[2][kStageBytes];
@@ -170,17 +169,6 @@ __device__ __forceinline__ void wgmma_tile_cta(const uint8_t* __restrict__ w, in
       decode_chunk<TYPE>(w_hi, nb, c / kChunksPerBlock, static_cast<int>(c % kChunksPerBlock), hi);
     }
   };
-  // Slices kk0 .. kk0 + 3 of the step from the packed half of both rows
-  // (pairs 2 kk, 2 kk + 1 of a half are the fragment's pairs of its slice).
-  auto mma_half = [&](int buf, int kk0, const uint32_t (&a_lo)[8], const uint32_t (&a_hi)[8]) {
-    wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      const uint32_t a[4] = {a_lo[2 * kk], a_hi[2 * kk], a_lo[2 * kk + 1], a_hi[2 * kk + 1]};
-      wgmma::mma_64x64x16<T>(acc, a,
-                             wgmma::smem_desc(&stage_s[buf][2 * (kk0 + kk) * kCoreBytes], kLeadingBytes, kStrideBytes));
-    }
-  };
   // W is no kernel's output: its first step's copies go out before the
   // wait for the kernel that wrote the images (launched as its dependent).
   if (s_begin < s_end) copy_w(s_begin, 0);
@@ -205,21 +193,24 @@ __device__ __forceinline__ void wgmma_tile_cta(const uint8_t* __restrict__ w, in
     }
     if constexpr (kStageW) decode_a(s, buf, lo, hi);
 
-    // a[h][0], a[h][1]: half h (elements 16 h ..) of the low and high rows.
-    // (Starting the first half's MMAs before packing the second measured
-    // 8917.6 against 8904.0 tok/s, 8B Q4_K_M x64 on an H100: noise.)
-    uint32_t a[2][2][8];
+    // (Starting the MMAs of a step's first 64 columns before packing the
+    // second half measured 8917.6 against 8904.0 tok/s, 8B Q4_K_M x64 on an
+    // H100: noise.)
+    uint32_t a_lo[16], a_hi[16];
+    pack_chunk_for_gemm<TYPE, T>(lo, a_lo);
+    pack_chunk_for_gemm<TYPE, T>(hi, a_hi);
+    wgmma::fence();
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      pack_half_fast<TYPE, T>(lo, h, a[h][0]);
-      pack_half_fast<TYPE, T>(hi, h, a[h][1]);
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      // Pairs 2 kk, 2 kk + 1 of a chunk are the fragment's pairs of slice kk.
+      const uint32_t a[4] = {a_lo[2 * kk], a_hi[2 * kk], a_lo[2 * kk + 1], a_hi[2 * kk + 1]};
+      wgmma::mma_64x64x16<T>(acc, a,
+                             wgmma::smem_desc(&stage_s[buf][2 * kk * kCoreBytes], kLeadingBytes, kStrideBytes));
     }
-    mma_half(buf, 0, a[0][0], a[0][1]);
-    mma_half(buf, 4, a[1][0], a[1][1]);
     wgmma::commit_group();
     wgmma::wait_group<0>();
 #pragma unroll
-    for (int i = 0; i < 32; ++i) wgmma::keep(a[i / 16][i / 8 % 2][i % 8]);
+    for (int i = 0; i < 16; ++i) wgmma::keep(a_lo[i]), wgmma::keep(a_hi[i]);
 #pragma unroll
     for (int j = 0; j < kBM / 8; ++j)
 #pragma unroll

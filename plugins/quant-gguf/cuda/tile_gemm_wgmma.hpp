@@ -16,7 +16,7 @@ namespace aph::gguf::cuda {
 // width k: the scratch TileGemmScratch::x_image must hold this much.
 uint64_t wgmma_x_image_bytes(int64_t k);
 
-// Whether the launches of this ggml type and activation dtype go through
+// Whether the launches of this ggml type go through
 // the wgmma kernel here: the build has its sm_90a code, the current device
 // is compute capability 9.0, APH_GGUF_TILE_WGMMA is not 0, and the type has
 // a wgmma form. False: the caller runs its mma.sync kernel.

@@ -83,12 +83,14 @@ __device__ __forceinline__ void stash_acc(const Acc& acc, int warp, int lane, fl
 
 // c_s (the CTA's tile at rows m0, columns n0) into y with the bias, or into
 // this split's fp32 partials when K is split.
+// Threads tid of `threads` (the CTA's, or one warpgroup's) share the work.
 template <typename T>
 __device__ __forceinline__ void write_tile(const float* c_s, int64_t m0, int64_t n0, int64_t m, int64_t n,
                                            const float* __restrict__ bias, T* __restrict__ y,
-                                           float* __restrict__ partial) {
+                                           float* __restrict__ partial, int tid = threadIdx.x,
+                                           int threads = kThreads) {
   const int split = blockIdx.z, splits = gridDim.z;
-  for (int idx = threadIdx.x; idx < kBM * kBN; idx += kThreads) {
+  for (int idx = tid; idx < kBM * kBN; idx += threads) {
     const int mm = idx / kBN, nn = idx % kBN;
     const int64_t row = m0 + mm, col = n0 + nn;
     if (row >= m || col >= n) continue;

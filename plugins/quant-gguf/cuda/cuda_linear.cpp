@@ -55,21 +55,26 @@ bool tile_gemm_enabled() {
   return on;
 }
 
-// The largest batch the matvecs take for a type: kMatvecMaxM (32), unless
-// the wgmma tile GEMM takes the type; then APH_GGUF_WGMMA_MIN_M (9..33,
-// default 9) sends batches from that size up to it. The matvecs read W once
-// per 8 rows of x; the tile GEMM once per 64. H100, 8B Q4_K_M, medians of 2
-// interleaved runs (stop 40): 32 sequences 5260.6 tok/s from 9 against
-// 1092.1 from 33; 64 sequences 9167.8 against 8924.5 (steps while sequences
-// join and leave have 9-32 rows).
+// The smallest batch (9..33) that a tile GEMM takes, from the environment
+// variable `name` (out of range: `fallback`).
+long tile_min_m(const char* name, long fallback) {
+  const long v = env_int(name, fallback);
+  return v >= 9 && v <= CudaLinear::kMatvecMaxM + 1 ? v : fallback;
+}
+
+// The largest batch the matvecs take for a type; the tile GEMMs take the
+// batches above it. The matvecs read W once per 8 rows of x, a tile GEMM once
+// per 64. APH_GGUF_WGMMA_MIN_M (default 9) is where the wgmma tile GEMM
+// starts for the types it takes. H100, 8B Q4_K_M, medians of 2 interleaved
+// runs (stop 40): 32 sequences 5260.6 tok/s from 9 against 1092.1 from 33;
+// 64 sequences 9167.8 against 8924.5 (steps while sequences join and leave
+// have 9-32 rows). APH_GGUF_TILE_MIN_M (default 33) is the same for the
+// mma.sync tile GEMM: other types, other GPUs.
 int64_t matvec_max_m(uint32_t type) {
-  static const long min_m = [] {
-    constexpr long kDefault = 9;
-    const long v = env_int("APH_GGUF_WGMMA_MIN_M", kDefault);
-    return v >= 9 && v <= CudaLinear::kMatvecMaxM + 1 ? v : kDefault;
-  }();
-  if (!tile_gemm_enabled() || !cuda::tile_gemm_wgmma_takes(type)) return CudaLinear::kMatvecMaxM;
-  return min_m - 1;
+  static const long wgmma_min_m = tile_min_m("APH_GGUF_WGMMA_MIN_M", 9);
+  static const long mma_sync_min_m = tile_min_m("APH_GGUF_TILE_MIN_M", CudaLinear::kMatvecMaxM + 1);
+  if (!tile_gemm_enabled()) return CudaLinear::kMatvecMaxM;
+  return (cuda::tile_gemm_wgmma_takes(type) ? wgmma_min_m : mma_sync_min_m) - 1;
 }
 
 // APH_GGUF_TILE_GROUPS=1: the linears of a projection group (q/k/v,

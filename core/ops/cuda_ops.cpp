@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "core/common/env_flag.hpp"
 #include "core/common/error.hpp"
 #include "core/ops/backend.hpp"
 #include "core/ops/kernels.hpp"
@@ -96,6 +97,22 @@ void synchronize(const Exec& exec) {
   if (e != cudaSuccess) throw Error(APH_ERR_DEVICE, std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e));
 }
 
+namespace {
+
+// The largest batch the dense GEMV takes (APH_GEMV_MAX_M, 1..kGemvMaxRows,
+// default kGemvMaxRows); larger ones go to cuBLAS. Each row of x costs the
+// GEMV a load and a conversion of x per weight element, so at some batch
+// cuBLAS's tensor cores win (not measured yet: this knob is for that).
+int64_t gemv_max_rows() {
+  static const int64_t rows = [] {
+    const long v = env_int("APH_GEMV_MAX_M", kernels::kGemvMaxRows);
+    return v >= 1 && v <= kernels::kGemvMaxRows ? static_cast<int64_t>(v) : int64_t{kernels::kGemvMaxRows};
+  }();
+  return rows;
+}
+
+}  // namespace
+
 void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
   const int64_t n = w.dim(0), k = w.dim(1), m = x.numel() / k;
   if (x.dtype() != w.dtype()) {
@@ -103,7 +120,7 @@ void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bi
                                       w.describe());
   }
   const float* b = bias ? bias->as<float>() : nullptr;
-  if (m <= kernels::kGemvMaxRows) {
+  if (m <= gemv_max_rows()) {
     check(kernels::gemv(x.data(), w.data(), b, y.data(), m, n, k, w.dtype(), y.dtype(), exec.stream), "linear");
     return;
   }

@@ -48,7 +48,8 @@ int64_t tile_bytes() {
   return bytes;
 }
 
-// APH_GGUF_TILE_GEMM=0 sends batches of 33..128 rows to the dequantize +
+// APH_GGUF_TILE_GEMM=0 sends batches of 9..128 rows (33..128: the matvecs
+// take up to 32 then) to the dequantize +
 // cuBLAS path instead of the tile GEMM (to compare the two).
 bool tile_gemm_enabled() {
   static const bool on = env_flag("APH_GGUF_TILE_GEMM", true);
@@ -68,11 +69,14 @@ long tile_min_m(const char* name, long fallback) {
 // starts for the types it takes. H100, 8B Q4_K_M, medians of 2 interleaved
 // runs (stop 40): 32 sequences 5260.6 tok/s from 9 against 1092.1 from 33;
 // 64 sequences 9167.8 against 8924.5 (steps while sequences join and leave
-// have 9-32 rows). APH_GGUF_TILE_MIN_M (default 33) is the same for the
-// mma.sync tile GEMM: other types, other GPUs.
+// have 9-32 rows). APH_GGUF_TILE_MIN_M (default 9) is the same for the
+// mma.sync tile GEMM (other types, other GPUs). H100, 32 sequences, one run
+// each (stop 40): the 135M in Q4_0 (a Q8_0 head) 16247.7 tok/s from 9
+// against 7166.6 from 33; the 8B Q4_K_M with the wgmma GEMM off 3641.6
+// against 1092.5.
 int64_t matvec_max_m(uint32_t type) {
   static const long wgmma_min_m = tile_min_m("APH_GGUF_WGMMA_MIN_M", 9);
-  static const long mma_sync_min_m = tile_min_m("APH_GGUF_TILE_MIN_M", CudaLinear::kMatvecMaxM + 1);
+  static const long mma_sync_min_m = tile_min_m("APH_GGUF_TILE_MIN_M", 9);
   if (!tile_gemm_enabled()) return CudaLinear::kMatvecMaxM;
   return (cuda::tile_gemm_wgmma_takes(type) ? wgmma_min_m : mma_sync_min_m) - 1;
 }

@@ -1,4 +1,4 @@
-// y[m, n] = x[m, k] · Wᵀ for the batches between the matvec (m <= 32) and
+// y[m, n] = x[m, k] · Wᵀ for the batches between the matvec (m <= 8 by default) and
 // the prefill GEMM: each CTA dequantizes a tile of W rows into shared memory
 // and multiplies it with the matching x tile on tensor cores (mma.sync), so
 // W is read once as quantized bytes and never written out as F16/BF16 (the

@@ -195,7 +195,7 @@ TEST(OpsGpu, LinearGemvAndCublasPathsWithBias) {
   auto ex = cu.exec();
   std::mt19937 rng(13);
   for (aph_dtype dt : kDtypes) {
-    for (int64_t m : {1, 3, 8, 37}) {
+    for (int64_t m : {1, 2, 3, 8, 37}) {
       // 136: fewer 16-byte vectors than a split's warps have lanes; 100: not
       // whole vectors (the scalar kernel).
       for (int64_t k : {4096, 136, 100}) {

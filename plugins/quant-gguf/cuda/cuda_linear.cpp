@@ -48,9 +48,8 @@ int64_t tile_bytes() {
   return bytes;
 }
 
-// APH_GGUF_TILE_GEMM=0 sends batches of 9..128 rows (33..128: the matvecs
-// take up to 32 then) to the dequantize +
-// cuBLAS path instead of the tile GEMM (to compare the two).
+// APH_GGUF_TILE_GEMM=0: no tile GEMM; the matvecs take batches up to 32
+// rows and the dequantize + cuBLAS path those of 33..128 (to compare).
 bool tile_gemm_enabled() {
   static const bool on = env_flag("APH_GGUF_TILE_GEMM", true);
   return on;

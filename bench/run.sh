@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The serving benchmark on the GPU machine, one command:
 #
-#   bash bench/run.sh [MODEL_CACHE_DIR] [prepare]   (default /tmp/aph-bench-models)
+#   bash bench/run.sh [MODEL_CACHE_DIR] [prepare|table]   (default /tmp/aph-bench-models)
 #
 # "prepare" only generates and quantizes the models (the slow part of a first
 # run, so a device call with a time limit can do it alone); a second run
-# reuses the cache.
+# reuses the cache. "table" only prints the table of the results so far (a run
+# cut off by a device call's limit leaves them in the cache). BENCH_ONLY=regex
+# runs only the rows whose label matches; BENCH_KEEP=1 adds to the results
+# so far instead of starting over: a table can be finished over two calls.
 #
 # Generates random-weight models once into the cache (Llama-3-8B shape bf16
 # safetensors; GGUF Q4_K_M and Q8_0 from it through aphrodite-quantize; the
@@ -38,7 +41,7 @@ BENCH="$BIN/aph_bench_engine"
 
 stamp() { date +%H:%M:%S; }
 RESULTS=$CACHE/results.tsv
-: > "$RESULTS"
+[ "${BENCH_KEEP:-0}" = 1 ] || [ "${2:-}" = table ] || : > "$RESULTS"
 note() { printf 'NOTE\t%s\n' "$*" >> "$RESULTS"; echo "[$(stamp)] $*" >&2; }
 
 # ---- models (cached: config.json / the .gguf is written last) ----
@@ -59,6 +62,7 @@ quantize() {  # src_dir type out.gguf pre-tokenizer
   fi
   mv "$partial" "$3"
 }
+if [ "${2:-}" != table ]; then  # everything but the table
 gen $BIG bf16 "$CACHE/$BIG-bf16"
 gen $SMALL bf16 "$CACHE/$SMALL-bf16"
 HAVE_Q4KM=0 HAVE_Q8=0
@@ -91,6 +95,7 @@ read_bytes() {  # file_or_dir shape
 }
 
 run_bench() {  # label model shape kv cases timeout
+  [[ -n "${BENCH_ONLY:-}" && ! "$1" =~ $BENCH_ONLY ]] && return 0
   local rb
   rb=$(read_bytes "$2" "$3") || return
   set -- "$@" $rb
@@ -116,6 +121,8 @@ elif quantize "$CACHE/$SMALL-bf16" Q4_1 "$CACHE/$SMALL-Q4_1.gguf" smollm; then
   run_bench 135M-Q4_1-random "$CACHE/$SMALL-Q4_1.gguf" $SMALL $KV16 decode512,batch64 60
 fi
 run_bench 135M-bf16 "$CACHE/$SMALL-bf16" $SMALL $KV16 decode512 60
+
+fi
 
 # ---- one table ----
 $PY - "$RESULTS" <<'PYEOF'

@@ -53,6 +53,10 @@ struct RequestTrace {
   std::vector<std::pair<Clock::time_point, uint32_t>> token_events;  // arrival, tokens
   std::string error;
   std::string finish_reason;
+  // FNV-1a over the generated ids: two builds or settings that should
+  // compute the same greedy tokens can be compared from the logs.
+  uint64_t ids_fnv = 14695981039346656037ull;
+  uint64_t ids = 0;
 };
 
 std::vector<int32_t> random_prompt(int n, uint32_t seed, int64_t vocab) {
@@ -108,8 +112,13 @@ std::vector<RequestTrace> run_batch(const aph_engine_api* api,
           break;
         }
         if (ev.kind == APH_EVENT_ERROR) t.error = err.message;
-        if (ev.kind == APH_EVENT_TOKENS && ev.n_tokens > 0)
+        if (ev.kind == APH_EVENT_TOKENS && ev.n_tokens > 0) {
           t.token_events.emplace_back(now, ev.n_tokens);
+          for (uint32_t j = 0; ev.token_ids && j < ev.n_tokens; ++j) {
+            t.ids_fnv = (t.ids_fnv ^ static_cast<uint32_t>(ev.token_ids[j])) * 1099511628211ull;
+            ++t.ids;
+          }
+        }
         if (ev.kind == APH_EVENT_FINISHED && ev.finish_reason) t.finish_reason = ev.finish_reason;
         if (ev.kind == APH_EVENT_DONE) break;
       }
@@ -228,6 +237,8 @@ int run_model(const Args& args) {
       const int prompt = name == "ctx8k" ? static_cast<int>(cfg.max_model_len) - 256 - 8 : 512;
       auto traces = run_batch(api, {random_prompt(prompt, seed++, info.vocab_size)}, 256, sampling);
       const double r = decode_rate(traces);
+      std::fprintf(stderr, "[%s] %s: greedy ids FNV-1a %016llx over %llu tokens\n", label.c_str(), name.c_str(),
+                   static_cast<unsigned long long>(traces[0].ids_fnv), static_cast<unsigned long long>(traces[0].ids));
       result(label, name, r, bw_util(r, 1, prompt + 128));
     } else if (name == "prefill512") {
       double best = 0;

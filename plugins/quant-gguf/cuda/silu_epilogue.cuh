@@ -13,16 +13,18 @@
 
 namespace aph::gguf::cuda {
 
-// Every thread of the CTA calls, after its rows are stored; the CTA's rows
-// start at row0 (a CTA holds kRowsPerCta rows of one target).
+// Every thread of the CTA calls, after its rows are stored by lane 0 of
+// each warp; the CTA's rows start at row0 (a CTA holds kRowsPerCta rows of
+// one target).
 template <typename T, int kRowsPerCta>
 __device__ __forceinline__ void silu_block_when_last(const SiluOut& o, int64_t row0) {
   static_assert(32 % kRowsPerCta == 0, "a CTA's rows lie in one 32-row block");
   constexpr int kArrivals = 2 * (32 / kRowsPerCta);  // gate's CTAs and up's
   __shared__ int last;
-  // Each thread's own stores (the lanes that wrote rows) are ordered before
-  // the count that tells the last CTA to read them.
-  __threadfence();
+  // The rows' stores (lane 0 of each warp made them: store_rows) are
+  // ordered before the count that tells the last CTA to read them; the other
+  // lanes stored nothing and need no fence.
+  if (threadIdx.x % 32 == 0) __threadfence();
   __syncthreads();
   const int64_t blk = row0 / 32;
   if (threadIdx.x == 0) {

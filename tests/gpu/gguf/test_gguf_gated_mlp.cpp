@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -51,9 +52,15 @@ struct Case {
   }
 };
 
+// The call is opt-in (APH_GGUF_GATED_MLP, off by default): this binary
+// turns it on before the plugin first reads the flag, unless the
+// environment says otherwise.
+const bool kGatedMlpOn = [] { return setenv("APH_GGUF_GATED_MLP", "1", 0) == 0; }();
+
 using GatedMlp = test_gpu::WithCuda<::testing::TestWithParam<Case>>;
 
 TEST_P(GatedMlp, EqualsGroupThenSiluMul) {
+  ASSERT_TRUE(kGatedMlpOn);
   const Case c = GetParam();
   const std::string what = c.name();
   const int64_t k = c.k, n = c.n, m = c.m;

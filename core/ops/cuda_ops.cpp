@@ -100,16 +100,16 @@ void synchronize(const Exec& exec) {
 namespace {
 
 // The largest batch the dense GEMV takes (APH_GEMV_MAX_M, 1..kGemvMaxRows,
-// default 2); larger ones go to cuBLAS. Each row of x costs the GEMV a load
-// and a conversion of x per weight element: at 8 rows it is bound by that
-// work, not by the weights' bytes. H100, 8B bf16 with 8 sequences, one run
-// each (stop 40): 1212.3 tok/s with cuBLAS from 2 rows, 1211.8 from 3, 1211.2
-// from 5, 409.1 with the GEMV to 8. Batches of 2-4 rows were not measured
-// apart (the case runs 8): 2 keeps the GEMV where one extra row of x costs
-// it least.
+// default 1: batch 1 only); larger ones go to cuBLAS. Each row of x costs the
+// GEMV a load and a conversion of x per weight element: at 8 rows it is bound
+// by that work, not by the weights' bytes. H100, 8B bf16 with 8 sequences,
+// one run each (stop 40): 1212.3 tok/s with cuBLAS from 2 rows, 409.1 with
+// the GEMV to 8. With 2 and 4 sequences, medians of 2 interleaved runs (stop
+// 41, H100): 2 sequences 320.7 tok/s with cuBLAS against 308.5 with the GEMV;
+// 4 sequences 644.4 with cuBLAS against 376.6 with the GEMV.
 int64_t gemv_max_rows() {
   static const int64_t rows = [] {
-    constexpr int64_t kDefault = 2;
+    constexpr int64_t kDefault = 1;
     const long v = env_int("APH_GEMV_MAX_M", kDefault);
     return v >= 1 && v <= kernels::kGemvMaxRows ? static_cast<int64_t>(v) : kDefault;
   }();

@@ -152,27 +152,6 @@ bool PluginLinear::forward_qkv_rope_kv(const ops::Exec& exec, const std::vector<
   return true;
 }
 
-bool PluginLinear::forward_gated_mlp(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
-                                     const PluginLinear& down, const NormedInput& in, std::vector<Tensor>& ys,
-                                     Tensor& y) const {
-  const aph_quant_vtable* vt = plugin_.vtable;
-  if (!APH_OFFERS(vt, linear_forward_gated_mlp) || handles.size() != 2 || ys.size() != 2 ||
-      &down.plugin_ != &plugin_)
-    return false;
-  const int64_t m = in.residual->dim(0);
-  const NormInputViews ni(in);
-  std::vector<aph_tensor> yv;
-  for (Tensor& t : ys) yv.push_back(t.reshape({m, t.numel() / std::max<int64_t>(m, 1)}).view());
-  aph_tensor dv = y.reshape({m, down.out_features()}).view();
-  aph_quant_linear* const linears[3] = {handles[0], handles[1], down.handle_};
-  aph_error err{};
-  err.size = sizeof(err);
-  const aph_status st = vt->linear_forward_gated_mlp(linears, &ni.in, yv.data(), &dv, exec.stream, &err);
-  if (st == APH_ERR_UNSUPPORTED) return false;
-  check(st, err, "plugin " + plugin_.name + " linears " + name_ + ", the up and " + down.name_ + " (gated MLP)");
-  return true;
-}
-
 bool PluginLinear::forward_rms_norm(const ops::Exec& exec, const NormedInput& in, Tensor& y) const {
   std::vector<Tensor> ys{y};  // a view: the plugin writes y's memory
   return forward_shared_rms_norm(exec, {handle_}, in, ys);
@@ -265,16 +244,6 @@ bool ProjectionGroup::forward_rope_kv(const ops::Exec& exec, const NormedInput& 
                                       Tensor& q_out) const {
   if (shared_.size() != 3 || in.residual->dim(0) == 0) return false;
   return static_cast<const PluginLinear&>(*parts_[0]).forward_qkv_rope_kv(exec, shared_, in, kv, q_out);
-}
-
-bool ProjectionGroup::forward_gated_mlp(const ops::Exec& exec, const NormedInput& in, const Linear& down,
-                                        Tensor& y) const {
-  const int64_t m = in.residual->dim(0);
-  const auto* plugin_down = dynamic_cast<const PluginLinear*>(&down);
-  if (shared_.size() != 2 || m == 0 || !plugin_down) return false;
-  Outputs out;
-  std::vector<Tensor> ys = part_outputs(m, out);
-  return static_cast<const PluginLinear&>(*parts_[0]).forward_gated_mlp(exec, shared_, *plugin_down, in, ys, y);
 }
 
 uint64_t ProjectionGroup::device_bytes() const {

@@ -85,12 +85,6 @@ class PluginLinear : public Linear {
   // when the plugin has no such entry or declines.
   bool forward_qkv_rope_kv(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
                            const NormedInput& in, const aph_rope_kv_store& kv, Tensor& q_out) const;
-  // ys = {gate, up} of x = RMSNorm(residual + delta) * weight (handles:
-  // gate, up), then y = (silu(gate) * up) · down, in one call of the plugin
-  // (aphrodite/quant.h, linear_forward_gated_mlp); false (nothing done) when
-  // down is another plugin's, or the plugin has no such entry or declines.
-  bool forward_gated_mlp(const ops::Exec& exec, const std::vector<aph_quant_linear*>& handles,
-                         const PluginLinear& down, const NormedInput& in, std::vector<Tensor>& ys, Tensor& y) const;
   // y = RMSNorm(residual + delta) * weight · W for this linear alone (the LM
   // head after the last layer); false (nothing done) as above.
   bool forward_rms_norm(const ops::Exec& exec, const NormedInput& in, Tensor& y) const;
@@ -125,10 +119,6 @@ class ProjectionGroup {
   // (PluginLinear::forward_qkv_rope_kv); false, nothing done, when it cannot.
   bool forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv,
                        Tensor& q_out) const;
-  // A gate/up group's forward_rms_norm and then y = (silu(gate) * up) · down
-  // in one call of its quant plugin (PluginLinear::forward_gated_mlp); false,
-  // nothing done, when it cannot (the caller runs the steps).
-  bool forward_gated_mlp(const ops::Exec& exec, const NormedInput& in, const Linear& down, Tensor& y) const;
   uint64_t device_bytes() const;
 
  private:

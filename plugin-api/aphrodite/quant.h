@@ -206,19 +206,6 @@ typedef struct aph_quant_vtable {
   aph_status (*linear_forward_qkv_rope_kv)(aph_quant_linear* const* linears, const aph_rms_norm_input* in,
                                            aph_tensor* q_out, const aph_rope_kv_store* kv, aph_stream stream,
                                            aph_error* err);
-  /* Engine thread. Optional (NULL): a gated MLP in one call. ys[0] = x ·
-   * linears[0] (gate) and ys[1] = x · linears[1] (up), with x the RMSNorm of
-   * a residual add as in linear_forward_shared_rms_norm (in->residual_out
-   * written the same way); then y = (silu(ys[0]) * ys[1]) · linears[2]
-   * (down, in_features = the gate's out_features) as in
-   * linear_forward_silu_mul. One call lets the plugin fold the activation
-   * into the gate/up launch itself. y overlaps none of the inputs but
-   * in->delta (read before y is written). Returns APH_ERR_UNSUPPORTED,
-   * having launched and written nothing, when it does not take this call:
-   * the host then runs linear_forward_shared_rms_norm and
-   * linear_forward_silu_mul (or its own kernels). */
-  aph_status (*linear_forward_gated_mlp)(aph_quant_linear* const* linears, const aph_rms_norm_input* in,
-                                         aph_tensor* ys, aph_tensor* y, aph_stream stream, aph_error* err);
 } aph_quant_vtable;
 
 #ifdef __cplusplus

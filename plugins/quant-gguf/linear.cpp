@@ -261,30 +261,6 @@ bool Linear::forward_qkv_rope_kv(const std::vector<Linear*>& group, const aph_rm
   return CudaLinear::forward_qkv_rope_kv(cuda, x, m, q_out.data, r, stream);
 }
 
-bool Linear::forward_gated_mlp(const std::vector<Linear*>& gate_up, Linear& down, const aph_rms_norm_input& in,
-                               aph_tensor* ys, aph_tensor& y, aph_stream stream) {
-  if (gate_up.size() != 2) throw invalid_argument("linear_forward_gated_mlp: needs the gate and up linears");
-  const RmsNormX x = checked_norm_input(gate_up, in);
-  const Linear& gate = *gate_up[0];
-  const std::string what = "linear " + down.name_ + " (gated MLP): ";
-  const int64_t m = in.residual->shape[0];
-  for (size_t i = 0; i < 2; ++i) {
-    const Linear& l = *gate_up[i];
-    check_matrix(ys[i], l.act_dtype_, l.device_, l.n_, "y", l.name_);
-    if (ys[i].shape[0] != m) throw invalid_argument("linear " + l.name_ + ": residual and y differ in M");
-  }
-  if (gate_up[1]->n_ != gate.n_ || down.k_ != gate.n_)
-    throw invalid_argument(what + "input width " + std::to_string(down.k_) + " must equal the gate's and up's rows (" +
-                           std::to_string(gate.n_) + ", " + std::to_string(gate_up[1]->n_) + ")");
-  if (down.act_dtype_ != gate.act_dtype_ || down.device_ != gate.device_)
-    throw invalid_argument(what + "differs from " + gate.name_ + " in dtype or device");
-  check_matrix(y, down.act_dtype_, down.device_, down.n_, "y", down.name_);
-  if (y.shape[0] != m) throw invalid_argument(what + "residual and y differ in M");
-  const std::vector<CudaLinear*> cuda = cuda_parts({gate_up[0], gate_up[1], &down});
-  if (m == 0 || cuda.empty()) return false;  // the CPU: the host's steps
-  return CudaLinear::forward_gated_mlp({cuda[0], cuda[1]}, *cuda[2], x, m, {ys[0].data, ys[1].data}, y.data, stream);
-}
-
 bool Linear::forward_silu_mul(const aph_tensor& gate, const aph_tensor& up, aph_tensor& y, aph_stream stream) {
   check_matrix(y, act_dtype_, device_, n_, "y", name_);
   for (const aph_tensor* t : {&gate, &up}) {

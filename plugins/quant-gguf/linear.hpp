@@ -38,11 +38,6 @@ class Linear {
   // launched) otherwise.
   static bool forward_qkv_rope_kv(const std::vector<Linear*>& group, const aph_rms_norm_input& in, aph_tensor& q_out,
                                   const aph_rope_kv_store& kv, aph_stream stream);
-  // gate_up = {gate, up} of x = RMSNorm(residual + delta) into ys, then
-  // y = (silu(ys[0]) * ys[1]) · down (the ABI's linear_forward_gated_mlp):
-  // true when done on CUDA, false (nothing launched) otherwise.
-  static bool forward_gated_mlp(const std::vector<Linear*>& gate_up, Linear& down, const aph_rms_norm_input& in,
-                                aph_tensor* ys, aph_tensor& y, aph_stream stream);
   void get_rows(const aph_tensor& ids, aph_tensor& out, aph_stream stream);
   uint64_t device_bytes() const;
 

@@ -158,19 +158,6 @@ aph_status linear_forward_qkv_rope_kv(aph_quant_linear* const* ls, const aph_rms
   return done ? APH_OK : APH_ERR_UNSUPPORTED;  // not taken: the host projects, rotates and writes the KV itself
 }
 
-aph_status linear_forward_gated_mlp(aph_quant_linear* const* ls, const aph_rms_norm_input* in, aph_tensor* ys,
-                                    aph_tensor* y, aph_stream stream, aph_error* err) {
-  bool done = false;
-  const aph_status st = guard(err, [&] {
-    if (!ls || !in || !ys || !y) throw invalid_argument("linear_forward_gated_mlp: NULL argument");
-    for (uint32_t i = 0; i < 3; ++i)
-      if (!ls[i]) throw invalid_argument("linear_forward_gated_mlp: linear " + std::to_string(i) + " is NULL");
-    done = Linear::forward_gated_mlp({ls[0]->impl.get(), ls[1]->impl.get()}, *ls[2]->impl, *in, ys, *y, stream);
-  });
-  if (st != APH_OK) return st;
-  return done ? APH_OK : APH_ERR_UNSUPPORTED;  // not taken: the host runs the group and the down projection
-}
-
 uint64_t linear_device_bytes(aph_quant_linear* l) { return l ? l->impl->device_bytes() : 0; }
 
 void linear_destroy(aph_quant_linear* l) { delete l; }
@@ -198,7 +185,6 @@ const aph_quant_vtable kVtable = {
     linear_forward_silu_mul,
     linear_forward_shared_rms_norm,
     linear_forward_qkv_rope_kv,
-    linear_forward_gated_mlp,
 };
 
 aph_status init(const aph_host_services* services, void** state, aph_error* err) {

@@ -162,15 +162,7 @@ FinalHidden LlamaGraph::forward(StepContext& ctx) {
     attention::paged_attention(a);
 
     l.o_proj->forward(ex, attn_out, delta);
-    const NormedInput ffn_in = normed_input(&delta, l.ffn_norm);
-    // The quant plugin may run the whole MLP (its gate/up launch quantizing
-    // silu(gate) * up for the down projection); delta is read by the norm
-    // before the down projection overwrites it.
-    if (l.gate_up->forward_gated_mlp(ex, ffn_in, *l.down_proj, delta)) {
-      cur ^= 1;
-      continue;
-    }
-    ProjectionGroup::Outputs gu = l.gate_up->forward_rms_norm(ex, ffn_in, normed);
+    ProjectionGroup::Outputs gu = l.gate_up->forward_rms_norm(ex, normed_input(&delta, l.ffn_norm), normed);
     cur ^= 1;
     if (gu.stride[0] != gu.stride[1]) throw Error(APH_ERR_INTERNAL, "LlamaGraph: gate and up rows differ in stride");
     if (!l.down_proj->forward_silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], delta)) {

@@ -104,18 +104,6 @@ bool silu_quantization_enabled() {
   return on;
 }
 
-// APH_GGUF_GATED_MLP=1 (docs/CONFIG.md): a batch-1 gated MLP's gate/up
-// matvec quantizes silu(gate) * up as its CTAs finish (cuda::SiluOut), so
-// the down projection's quantization kernel does not run. Off: it lost.
-// H100, 8B Q4_K_M, medians of 2 interleaved runs (stop 41): 373.8 tok/s
-// after 512 tokens against 402.4 off, 329.5 at 8k against 351.9, the same
-// greedy tokens. Every one of the launch's 3,584 CTAs fences its rows and
-// counts, about 6 us a layer more where the kernel it saves took 2.5.
-bool gated_mlp_enabled() {
-  static const bool on = env_flag("APH_GGUF_GATED_MLP", false);
-  return on;
-}
-
 bool cta_quantization_enabled() {
   static const bool on = env_flag("APH_GGUF_CTA_QUANT", true);
   return on;
@@ -171,7 +159,6 @@ CudaContext::~CudaContext() {
   if (dequant_) state_.services->device_free(state_.services->host, device_, dequant_);
   if (partials_) state_.services->device_free(state_.services->host, device_, partials_);
   if (images_) state_.services->device_free(state_.services->host, device_, images_);
-  if (silu_) state_.services->device_free(state_.services->host, device_, silu_);
 }
 
 void CudaContext::reserve(uint64_t act, uint64_t dequant, aph_stream stream, uint64_t partial, uint64_t image) {
@@ -191,43 +178,6 @@ void CudaContext::grow(void*& buffer, uint64_t& have, uint64_t want, uintptr_t a
   if (reinterpret_cast<uintptr_t>(buffer) % align != 0)
     throw Error(APH_ERR_INTERNAL, std::string(what) + " is not " + std::to_string(align) + "-byte aligned");
   have = want;
-}
-
-// The silu scratch: the block counters for the capacity's k, then k
-// elements' codes, scales and half sums (act_layout of one row), each
-// section 256-byte aligned. The counters never share bytes with codes, so
-// they stay zero between launches whatever k a launch uses.
-namespace {
-uint64_t silu_counter_bytes(int64_t k) { return align256(static_cast<uint64_t>(k / 32) * sizeof(int)); }
-}  // namespace
-
-void CudaContext::reserve_silu(int64_t k, aph_stream stream) {
-  if (k <= silu_k_) return;
-  auto s = static_cast<cudaStream_t>(stream);
-  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-  if (silu_) state_.services->device_free(state_.services->host, device_, silu_);
-  silu_ = nullptr;
-  silu_k_ = 0;
-  const uint64_t bytes = silu_counter_bytes(k) + act_layout(1, k).total;
-  silu_ = alloc(state_, device_, bytes, "GGUF gated-MLP scratch");
-  if (reinterpret_cast<uintptr_t>(silu_) % 256 != 0)
-    throw Error(APH_ERR_INTERNAL, "GGUF gated-MLP scratch is not 256-byte aligned");
-  check_cuda(static_cast<int>(cudaMemsetAsync(silu_, 0, bytes, s)), "GGUF gated-MLP scratch");
-  check_cuda(static_cast<int>(cudaStreamSynchronize(s)), "GGUF gated-MLP scratch");
-  silu_k_ = k;
-}
-
-cuda::SiluOut CudaContext::silu_scratch(int64_t k) const {
-  cuda::SiluOut o;
-  if (k > silu_k_ || k % 32 != 0) return o;
-  auto* base = static_cast<uint8_t*>(silu_);
-  uint8_t* q = base + silu_counter_bytes(silu_k_);  // counters for every k up to the capacity
-  const ActLayout a = act_layout(1, k);
-  o.arrivals = reinterpret_cast<int*>(base);
-  o.q = reinterpret_cast<int8_t*>(q);
-  o.d = reinterpret_cast<float*>(q + a.xd);
-  o.s = reinterpret_cast<float*>(q + a.xs);
-  return o;
 }
 
 cuda::TileGemmScratch CudaContext::tile_scratch() const {
@@ -282,7 +232,6 @@ CudaLinear::CudaLinear(PluginState& state, uint32_t ggml_type, int64_t k, int64_
                           cuda::tile_gemm_workspace_bytes(n, k, state.cuda->sm_count()),
                           cuda::tile_gemm_image_bytes(k));
       matvec_max_m_ = matvec_max_m(ggml_type);
-      if (cuda::has_fast_matvec(ggml_type) && k % 32 == 0) state.cuda->reserve_silu(k, stream);
     }
     if (!bias.empty()) {
       bias_bytes_ = bias.size() * sizeof(float);
@@ -484,7 +433,7 @@ bool CudaLinear::forward_qkv_rope_kv(const std::vector<CudaLinear*>& group, cons
 
 bool CudaLinear::forward_normed(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
                                 const std::vector<void*>& ys, const cuda::RowSink* sinks, const cuda::RopeKv* kv,
-                                aph_stream stream, const cuda::SiluOut* silu) {
+                                aph_stream stream) {
   const CudaLinear& first = *group[0];
   if (!fused_norm_enabled() || m < 1 || first.k_ % 32 != 0) return false;
   for (const CudaLinear* l : group)
@@ -502,9 +451,6 @@ bool CudaLinear::forward_normed(const std::vector<CudaLinear*>& group, const Rms
   // 1724.9 against 1739.4), so it keeps the host's KV write.
   for (size_t i = 0; sinks && i < group.size(); ++i)
     if (raw || (cuda::sink_pairs_rows(sinks[i]) && !cuda::has_fast_matvec(group[i]->type_))) return false;
-  // The silu output needs gate and up in one launch of the fast matvec.
-  if (silu && (raw || m != 1 || run_end(group, 0, m) != group.size() || !cuda::has_fast_matvec(first.type_)))
-    return false;
   if (!raw) {  // one kernel norms and quantizes x for every launch after it
     const ActLayout a = act_layout(m, first.k_);
     auto* xq = static_cast<int8_t*>(first.state_.cuda->act_scratch());
@@ -534,35 +480,10 @@ bool CudaLinear::forward_normed(const std::vector<CudaLinear*>& group, const Rms
         // against 382.6 not (384.5 without the epilogue).
         x.release_dependents = end == group.size() && r + 8 >= m;
       }
-      if (silu) x.silu = *silu;
       launch_run(group, i, end, r, m, x, ys, stream, sinks);
     }
     i = end;
   }
-  return true;
-}
-
-bool CudaLinear::forward_gated_mlp(const std::vector<CudaLinear*>& gate_up, CudaLinear& down, const RmsNormX& in,
-                                   int64_t m, const std::vector<void*>& ys, void* y, aph_stream stream) {
-  if (!gated_mlp_enabled() || m != 1 || gate_up.size() != 2) return false;
-  const CudaLinear& gate = *gate_up[0];
-  const CudaLinear& up = *gate_up[1];
-  cuda::SiluOut silu = gate.state_.cuda->silu_scratch(down.k_);
-  if (!silu.arrivals || up.n_ != gate.n_ || down.k_ != gate.n_ || !cuda::has_fast_matvec(down.type_) ||
-      !down.takes_matvec(1) || down.bf16_ != gate.bf16_ || reinterpret_cast<uintptr_t>(ys[0]) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(ys[1]) % 16 != 0)
-    return false;
-  silu.gate = ys[0];
-  silu.up = ys[1];
-  if (!forward_normed(gate_up, in, m, ys, nullptr, nullptr, stream, &silu)) return false;
-  cuda::MatvecX x;
-  x.q = silu.q;
-  x.d = silu.d;
-  x.s = silu.s;
-  const cuda::MatvecTarget target{static_cast<const uint8_t*>(down.weight_), down.n_, down.bias_, y};
-  check_cuda(cuda::launch_matvec_multi(down.type_, &target, 1, down.k_, x, 1, down.bf16_, down.state_.cuda->sm_count(),
-                                       stream),
-             "linear " + down.name_ + " (silu * up quantized by " + gate.name_ + ")");
   return true;
 }
 
@@ -611,8 +532,6 @@ CudaContext::CudaContext(PluginState& state, int32_t device) : state_(state), de
 CudaContext::~CudaContext() = default;
 void CudaContext::reserve(uint64_t, uint64_t, aph_stream, uint64_t, uint64_t) {}
 cuda::TileGemmScratch CudaContext::tile_scratch() const { return {}; }
-void CudaContext::reserve_silu(int64_t, aph_stream) {}
-cuda::SiluOut CudaContext::silu_scratch(int64_t) const { return {}; }
 
 CudaLinear::CudaLinear(PluginState& state, uint32_t, int64_t, int64_t, const uint8_t*,
                        const std::vector<float>&, int32_t, int32_t, aph_stream, const std::string& name)
@@ -630,11 +549,7 @@ bool CudaLinear::forward_qkv_rope_kv(const std::vector<CudaLinear*>&, const RmsN
   return false;
 }
 bool CudaLinear::forward_normed(const std::vector<CudaLinear*>&, const RmsNormX&, int64_t, const std::vector<void*>&,
-                                const cuda::RowSink*, const cuda::RopeKv*, aph_stream, const cuda::SiluOut*) {
-  return false;
-}
-bool CudaLinear::forward_gated_mlp(const std::vector<CudaLinear*>&, CudaLinear&, const RmsNormX&, int64_t,
-                                   const std::vector<void*>&, void*, aph_stream) {
+                                const cuda::RowSink*, const cuda::RopeKv*, aph_stream) {
   return false;
 }
 bool CudaLinear::forward_shared_rms_norm(const std::vector<CudaLinear*>&, const RmsNormX&, int64_t,

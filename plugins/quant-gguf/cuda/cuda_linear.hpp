@@ -32,12 +32,6 @@ class CudaContext {
   void reserve(uint64_t act_bytes, uint64_t dequant_bytes, aph_stream stream, uint64_t partial_bytes = 0,
                uint64_t image_bytes = 0);
   void* act_scratch() const { return act_; }
-  // The gated MLP's quantized silu(gate) * up (one row of up to k elements)
-  // and its block counters, zeroed (loader thread; synchronizes `stream`).
-  void reserve_silu(int64_t k, aph_stream stream);
-  // The silu scratch for a down projection of input width k; arrivals null
-  // when it holds fewer than k elements.
-  cuda::SiluOut silu_scratch(int64_t k) const;
   // The tile GEMM's scratch: the K splits' fp32 partial sums and x's images
   // for its wgmma form.
   cuda::TileGemmScratch tile_scratch() const;
@@ -65,8 +59,6 @@ class CudaContext {
   uint64_t partial_bytes_ = 0;
   void* images_ = nullptr;
   uint64_t image_bytes_ = 0;
-  void* silu_ = nullptr;
-  int64_t silu_k_ = 0;
   int sm_count_ = 1;
 };
 
@@ -108,13 +100,6 @@ class CudaLinear {
   // false, with nothing launched, otherwise.
   static bool forward_qkv_rope_kv(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m, void* q_out,
                                   const cuda::RopeKv& kv, aph_stream stream);
-  // A gated MLP at M = 1 (the ABI's linear_forward_gated_mlp): gate_up =
-  // {gate, up} of x = RMSNorm(in) into ys as forward_shared_rms_norm, their
-  // CTAs quantizing silu(gate) * up as they finish (cuda::SiluOut), then
-  // y = that · down; false, with nothing launched, where a linear is not a
-  // k-quant on the batch-1 matvec or APH_GGUF_GATED_MLP=0.
-  static bool forward_gated_mlp(const std::vector<CudaLinear*>& gate_up, CudaLinear& down, const RmsNormX& in,
-                                int64_t m, const std::vector<void*>& ys, void* y, aph_stream stream);
   // Out-of-range ids give zero rows (ids live on the device; checking them
   // would need a synchronization).
   void get_rows(const int32_t* ids, int64_t m, void* out, aph_stream stream);
@@ -151,11 +136,10 @@ class CudaLinear {
                          const cuda::MatvecX& x, const std::vector<void*>& ys, aph_stream stream,
                          const cuda::RowSink* sinks = nullptr);
   // forward_shared_rms_norm with optional sinks and their RoPE/cache
-  // arguments (forward_qkv_rope_kv), or the gated MLP's silu output
-  // (forward_gated_mlp).
+  // arguments (forward_qkv_rope_kv).
   static bool forward_normed(const std::vector<CudaLinear*>& group, const RmsNormX& in, int64_t m,
                              const std::vector<void*>& ys, const cuda::RowSink* sinks, const cuda::RopeKv* kv,
-                             aph_stream stream, const cuda::SiluOut* silu = nullptr);
+                             aph_stream stream);
 
   PluginState& state_;
   std::string name_;

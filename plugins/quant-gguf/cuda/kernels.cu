@@ -493,15 +493,6 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
     if ((sink_pairs_rows(sink) && !has_fast_matvec(type)) || (sink != RowSink::kY && x.raw))
       return static_cast<int>(cudaErrorInvalidValue);
   }
-  // The gated MLP's silu output: the fast matvec's epilogue, for gate and up
-  // (targets 0 and 1, y the SiluOut's gate and up) whose CTAs tile 32-row
-  // blocks exactly.
-  if (x.silu.arrivals &&
-      (!has_fast_matvec(type) || m != 1 || count != 2 || targets[0].n != targets[1].n || targets[0].n % 32 != 0 ||
-       targets[0].y != x.silu.gate || targets[1].y != x.silu.up || targets[0].sink != RowSink::kY ||
-       targets[1].sink != RowSink::kY || reinterpret_cast<uintptr_t>(x.silu.gate) % 16 != 0 ||
-       reinterpret_cast<uintptr_t>(x.silu.up) % 16 != 0))
-    return static_cast<int>(cudaErrorInvalidValue);
   if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);
   auto s = static_cast<cudaStream_t>(stream);
   MatvecX xp = x;

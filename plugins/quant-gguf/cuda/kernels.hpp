@@ -57,21 +57,6 @@ struct MatvecTarget {
 };
 constexpr int kMaxMatvecTargets = 4;
 
-// silu(gate) * up quantized for a down projection by the gate/up matvec
-// itself (linear_forward_gated_mlp, m == 1): of the CTAs that write a
-// 32-row block of gate or up, the last to finish (counted in arrivals, which
-// it resets to zero for the next launch) quantizes the block into q, d, s as
-// launch_quantize_act would. gate and up are the two targets' y, of equal n,
-// a multiple of 32.
-struct SiluOut {
-  int* arrivals = nullptr;  // [n / 32], zero between launches
-  const void* gate = nullptr;
-  const void* up = nullptr;
-  int8_t* q = nullptr;
-  float* d = nullptr;
-  float* s = nullptr;
-};
-
 // The x a matvec reads: either quantized by launch_quantize_act (q, d, s),
 // or, for m == 1, the F16/BF16 row itself (raw), which every CTA quantizes
 // into its shared memory: no quantization launch and no wait for one before
@@ -104,8 +89,6 @@ struct MatvecX {
   // KV tile (cached tokens only) streams in while this matvec finishes, as
   // it did behind the host's KV write kernel.
   bool release_dependents = false;
-  // The gate/up launch of a gated MLP (SiluOut): arrivals set.
-  SiluOut silu;
 };
 bool fits_in_cta_quantization(uint32_t ggml_type, int64_t k);
 

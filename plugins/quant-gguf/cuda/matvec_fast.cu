@@ -23,7 +23,6 @@
 #include "plugins/quant-gguf/cuda/matvec_targets.cuh"
 #include "plugins/quant-gguf/cuda/quantize_x.cuh"
 #include "plugins/quant-gguf/cuda/row_sink.cuh"
-#include "plugins/quant-gguf/cuda/silu_epilogue.cuh"
 #include "plugins/quant-gguf/cuda/vecdot.cuh"
 
 namespace aph::gguf::cuda {
@@ -166,10 +165,6 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : (U > 1 ? P::kWideCta
     }
   }
   store_rows<MT, R, T>(acc, m, t, x.kv, row0, pre);
-  // A gated MLP's gate/up launch at batch 1 (no warp returned above: n is a
-  // multiple of 32).
-  if constexpr (MT == 1)
-    if (x.silu.arrivals != nullptr) silu_block_when_last<T, kWarps * R>(x.silu, cta * kWarps * R);
 }
 
 // APH_GGUF_MATVEC_WIDE (on by default): at batch 1, a launch that fits one

@@ -23,11 +23,9 @@
 #include "plugins/quant-gguf/linear.hpp"
 #include "tests/gpu/gguf/abi_views.hpp"
 #include "tests/gpu/gguf/cuda_fixture.hpp"
-#include "tests/gpu/gguf/device_buffer.hpp"
 #include "tests/unit/gguf/random_blocks.hpp"
 
 using namespace aph::gguf;
-using aph::gguf::test_gpu::Device;
 using aph::gguf::test_gpu::linear_desc;
 using aph::gguf::test_gpu::view;
 using aph::gguf::test_gpu::weight_info;
@@ -36,6 +34,26 @@ namespace {
 
 constexpr uint32_t kQ4_0 = 2, kQ4_1 = 3, kQ4_K = 12, kQ6_K = 14;
 constexpr int32_t kHeadDim = 64, kHeads = 4, kKvHeads = 2, kBlockSize = 16, kBlocks = 4;
+
+template <typename T>
+struct Device {
+  T* ptr = nullptr;
+  size_t count = 0;
+  explicit Device(size_t n, int fill = 0) : count(n) {
+    if (cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)) == cudaSuccess) cudaMemset(ptr, fill, n * sizeof(T));
+  }
+  explicit Device(const std::vector<T>& h) : Device(h.size()) {
+    cudaMemcpy(ptr, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~Device() { cudaFree(ptr); }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  std::vector<T> host() const {
+    std::vector<T> h(count);
+    cudaMemcpy(h.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
 
 struct Case {
   uint32_t q_type, k_type, v_type;

@@ -202,7 +202,6 @@ TEST(AbiLayout, EveryFieldOfEveryStructIsPinned) {
   PIN(aph_quant_vtable, linear_forward_silu_mul, 120, 8);
   PIN(aph_quant_vtable, linear_forward_shared_rms_norm, 128, 8);
   PIN(aph_quant_vtable, linear_forward_qkv_rope_kv, 136, 8);
-  PIN(aph_quant_vtable, linear_forward_gated_mlp, 144, 8);
 
   // aph_rope_kv_store (quant.h)
   PIN(aph_rope_kv_store, size, 0, 4);

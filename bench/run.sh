@@ -42,6 +42,7 @@ BENCH="$BIN/aph_bench_engine"
 stamp() { date +%H:%M:%S; }
 RESULTS=$CACHE/results.tsv
 [ "${BENCH_KEEP:-0}" = 1 ] || [ "${2:-}" = table ] || : > "$RESULTS"
+touch "$RESULTS"
 note() { printf 'NOTE\t%s\n' "$*" >> "$RESULTS"; echo "[$(stamp)] $*" >&2; }
 
 # ---- models (cached: config.json / the .gguf is written last) ----

@@ -20,6 +20,10 @@ void DenseLinear::forward(const ops::Exec& exec, const Tensor& x, Tensor& y) con
   ops::linear(exec, x, weight_, bias_.defined() ? &bias_ : nullptr, y);
 }
 
+void DenseLinear::forward_silu_mul_rows(const ops::Exec& exec, const Tensor& x, Tensor& scratch, Tensor& y) const {
+  ops::linear_silu_mul(exec, x, weight_, bias_.defined() ? &bias_ : nullptr, scratch, y);
+}
+
 uint64_t DenseLinear::device_bytes() const {
   if (weight_.on_cpu()) return 0;
   return weight_.nbytes() + (bias_.defined() ? bias_.nbytes() : 0);
@@ -174,7 +178,7 @@ void PluginLinear::get_rows(const ops::Exec& exec, const Tensor& ids, Tensor& ou
         "plugin " + plugin_.name + " embedding rows of " + name_);
 }
 
-ProjectionGroup::ProjectionGroup(std::vector<int64_t> sizes, std::unique_ptr<Linear> fused,
+ProjectionGroup::ProjectionGroup(std::vector<int64_t> sizes, std::unique_ptr<DenseLinear> fused,
                                  std::vector<std::unique_ptr<Linear>> parts)
     : sizes_(std::move(sizes)), fused_(std::move(fused)), parts_(std::move(parts)) {
   if (sizes_.size() > 4) throw Error(APH_ERR_INTERNAL, "ProjectionGroup holds at most 4 projections");
@@ -224,6 +228,14 @@ ProjectionGroup::Outputs ProjectionGroup::forward(const ops::Exec& exec, const T
   return out;
 }
 
+void ProjectionGroup::normalize(const ops::Exec& exec, const NormedInput& in, Tensor& normed) {
+  if (in.delta) {
+    ops::add_rms_norm(exec, *in.residual, *in.delta, *in.weight, in.eps, normed, *in.residual_out);
+  } else {
+    ops::rms_norm(exec, *in.residual, *in.weight, in.eps, normed);
+  }
+}
+
 ProjectionGroup::Outputs ProjectionGroup::forward_rms_norm(const ops::Exec& exec, const NormedInput& in,
                                                            Tensor& normed) const {
   const int64_t m = in.residual->dim(0);
@@ -232,12 +244,18 @@ ProjectionGroup::Outputs ProjectionGroup::forward_rms_norm(const ops::Exec& exec
     std::vector<Tensor> ys = part_outputs(m, out);
     if (static_cast<const PluginLinear&>(*parts_[0]).forward_shared_rms_norm(exec, shared_, in, ys)) return out;
   }
-  if (in.delta) {
-    ops::add_rms_norm(exec, *in.residual, *in.delta, *in.weight, in.eps, normed, *in.residual_out);
-  } else {
-    ops::rms_norm(exec, *in.residual, *in.weight, in.eps, normed);
-  }
+  normalize(exec, in, normed);
   return forward(exec, normed);
+}
+
+bool ProjectionGroup::forward_rms_norm_silu_mul(const ops::Exec& exec, const NormedInput& in, Tensor& normed,
+                                                Tensor& act) const {
+  if (!fused_ || sizes_.size() != 2 || sizes_[0] != sizes_[1]) return false;
+  normalize(exec, in, normed);
+  const int64_t m = normed.dim(0);
+  Tensor scratch = fused_out_.rows(0, m);
+  fused_->forward_silu_mul_rows(exec, normed, scratch, act);
+  return true;
 }
 
 bool ProjectionGroup::forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv,

@@ -49,6 +49,10 @@ class DenseLinear : public Linear {
  public:
   DenseLinear(Tensor weight, Tensor bias);
   void forward(const ops::Exec& exec, const Tensor& x, Tensor& y) const override;
+  // y = silu(gate) * up where this linear's rows are gate then up
+  // (ops::linear_silu_mul; scratch holds the [M, out_features] projections
+  // where the device does not fold the product into the matmul).
+  void forward_silu_mul_rows(const ops::Exec& exec, const Tensor& x, Tensor& scratch, Tensor& y) const;
   uint64_t device_bytes() const override;
   const Tensor& weight() const { return weight_; }
 
@@ -106,7 +110,7 @@ class ProjectionGroup {
     const void* ptr[4] = {};
     int64_t stride[4] = {};
   };
-  ProjectionGroup(std::vector<int64_t> sizes, std::unique_ptr<Linear> fused,
+  ProjectionGroup(std::vector<int64_t> sizes, std::unique_ptr<DenseLinear> fused,
                   std::vector<std::unique_ptr<Linear>> parts);
   void reserve(int64_t max_tokens, aph_dtype dtype, int32_t device);
   Outputs forward(const ops::Exec& exec, const Tensor& x) const;
@@ -114,6 +118,11 @@ class ProjectionGroup {
   // norm into its x when it can, else add_rms_norm (or rms_norm) writes
   // `normed` first. Either way in.residual_out holds residual + delta after.
   Outputs forward_rms_norm(const ops::Exec& exec, const NormedInput& in, Tensor& normed) const;
+  // act = silu(gate) * up of a dense gate/up group from the same input, the
+  // product folded into the matmul where the device can
+  // (DenseLinear::forward_silu_mul_rows); false, nothing done, for a group of
+  // plugin linears or other than two equal parts.
+  bool forward_rms_norm_silu_mul(const ops::Exec& exec, const NormedInput& in, Tensor& normed, Tensor& act) const;
   // A q/k/v group's forward_rms_norm with q rotated into q_out and k, v
   // rotated and stored into the KV cache by its quant plugin
   // (PluginLinear::forward_qkv_rope_kv); false, nothing done, when it cannot.
@@ -123,8 +132,10 @@ class ProjectionGroup {
 
  private:
   std::vector<int64_t> sizes_;
-  std::unique_ptr<Linear> fused_;
+  std::unique_ptr<DenseLinear> fused_;
   std::vector<std::unique_ptr<Linear>> parts_;
+  // normed = RMSNorm(residual (+ delta)) * weight, the sum into residual_out.
+  static void normalize(const ops::Exec& exec, const NormedInput& in, Tensor& normed);
   // The first m rows of each part's buffer, recorded in out too.
   std::vector<Tensor> part_outputs(int64_t m, Outputs& out) const;
   std::vector<aph_quant_linear*> shared_;  // parts_ as one plugin call (PluginLinear::shared_handles)

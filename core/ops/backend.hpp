@@ -26,6 +26,9 @@ void rope_qkv(const Exec& exec, const RopeParams& p, const QkvIn& in, const Tens
               const Tensor& inv_freq, Tensor& q_out, Tensor& k_out, Tensor& v_out);
 void silu_mul(const Exec& exec, const void* gate, const void* up, int64_t in_stride, Tensor& out);
 void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
+// linear_silu_mul as one GEMV launch; false (nothing done) where the batch,
+// dtypes or alignment have no such form, or APH_GATED_GEMV=0.
+bool gemv_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 void gather_rows(const Exec& exec, const Tensor& x, const Tensor& idx, Tensor& out);
 void convert(const Exec& exec, const Tensor& in, Tensor& out);
 void synchronize(const Exec& exec);

@@ -147,6 +147,19 @@ void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bi
   if (b) check(kernels::add_bias(y.data(), b, m, n, y.dtype(), exec.stream), "linear bias");
 }
 
+// APH_GATED_GEMV=0 runs a dense gate/up projection as the GEMV and silu_mul
+// again, to compare (docs/CONFIG.md).
+bool gemv_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+  static const bool enabled = env_flag("APH_GATED_GEMV", true);
+  const int64_t n = w.dim(0) / 2, k = w.dim(1), m = x.numel() / k;
+  if (!enabled || m > gemv_max_rows() || x.dtype() != w.dtype()) return false;
+  const int st = kernels::gemv_silu_mul(x.data(), w.data(), bias ? bias->as<float>() : nullptr, y.data(), m, n, k,
+                                        w.dtype(), y.dtype(), exec.stream);
+  if (st == kernels::kGemvNotTaken) return false;
+  check(st, "linear_silu_mul");
+  return true;
+}
+
 }  // namespace aph::ops::cuda
 
 #endif  // APH_HAVE_CUDA

@@ -11,6 +11,7 @@
 //   alone: a 4096 x 14336 down projection 34.9 -> 29.6 us with 8 warps a row,
 //   a 6144 x 4096 QKV 17.8 -> 15.3 us with 2; the 8B's decode 201.8 -> 213.0
 //   tok/s with 2 and 4, 214.6 with 2 and 8; docs/PERFORMANCE.md).
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 
@@ -34,16 +35,28 @@ constexpr int kPer = 16 / sizeof(T);  // elements in a 16-byte vector
 // consecutive slices of it and add their sums through shared memory.
 // kRows (1, 2, 4 or 8) bounds the rows of x, so m = 1 carries one
 // accumulator, not eight.
-template <typename T, typename Ty, int kRows>
+//
+// kGated: w holds 2n rows, n gate rows then the n up rows of a dense gate/up
+// projection, and y[r, i] = silu(gate_i · x_r) * (up_i · x_r). The first
+// half of a CTA's row slots take gate rows, the second half the same up rows,
+// so the product is formed inside the CTA (no handoff between CTAs) and the
+// separate silu_mul kernel, a dependent launch a layer, does not run. Each
+// projection is rounded to Ty first, as the GEMV stores it for silu_mul, so
+// the result is the same bit for bit as the two kernels'.
+template <typename T, typename Ty, int kRows, bool kGated = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                           const float* __restrict__ bias, Ty* __restrict__ y, int m,
                                                           int64_t n, int64_t k, int split) {
   __shared__ float partial[kWarps][kRows];
   cuda_pdl::allow_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * (kWarps / split) + warp / split;
+  const int slots = kWarps / split, slot = warp / split;
+  // Gated: output `out` of this CTA's slots / 2; slot >= slots / 2 is its up row.
+  const int64_t out = kGated ? static_cast<int64_t>(blockIdx.x) * (slots / 2) + slot % (slots / 2)
+                             : static_cast<int64_t>(blockIdx.x) * slots + slot;
+  const int64_t row = kGated && slot >= slots / 2 ? out + n : out;
   const int part = warp % split;
-  const bool has_row = row < n;
+  const bool has_row = out < n;
   // Vector indices within a row fit 32 bits; 64-bit ones cost registers the
   // weight batch needs.
   const int vecs = static_cast<int>(k / kPer<T>);
@@ -88,6 +101,29 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+  if constexpr (kGated) {
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) partial[warp][r] = acc[r];
+    __syncthreads();
+    const int half = slots / 2;
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * half + threadIdx.x;
+    if (threadIdx.x >= half || i >= n) return;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r >= m) break;
+      // Summed in the order of the ungated form below, then rounded as stored.
+      float g = 0.0f, u = 0.0f;
+      for (int p = 0; p < split; ++p) {
+        g += partial[threadIdx.x * split + p][r];
+        u += partial[(threadIdx.x + half) * split + p][r];
+      }
+      g = to_f(from_f<Ty>(g + (bias ? bias[i] : 0.0f)));
+      u = to_f(from_f<Ty>(u + (bias ? bias[i + n] : 0.0f)));
+      y[r * n + i] = from_f<Ty>(g / (1.0f + __expf(-g)) * u);
+    }
+    return;
+  }
   if (split > 1) {
     if (lane == 0)
 #pragma unroll
@@ -158,6 +194,28 @@ int choose_split(int64_t vecs) {
   return split;
 }
 
+// The vector kernel of kRows >= m rows of x, one form or the other.
+template <typename T, typename Ty, bool kGated>
+void launch_vector(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k, int split,
+                   cudaStream_t s) {
+  const int slots = kWarps / split;
+  const int outputs_per_cta = kGated ? slots / 2 : slots;
+  const unsigned blocks = static_cast<unsigned>((n + outputs_per_cta - 1) / outputs_per_cta);
+  // A launch error shows in cudaGetLastError, which dispatch returns.
+  auto go = [&](auto kernel) {
+    (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, x, w, bias, y, m, n, k, split);
+  };
+  if (m == 1) {
+    go(gemv_kernel<T, Ty, 1, kGated>);
+  } else if (m == 2) {
+    go(gemv_kernel<T, Ty, 2, kGated>);
+  } else if (m <= 4) {
+    go(gemv_kernel<T, Ty, 4, kGated>);
+  } else {
+    go(gemv_kernel<T, Ty, kGemvMaxRows, kGated>);
+  }
+}
+
 }  // namespace
 
 int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
@@ -171,7 +229,7 @@ int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, in
   const int launched = dispatch(dtype, [&](auto t) {
     using T = decltype(t);
     const bool vec = k % kPer<T> == 0 && aligned16(x) && aligned16(w);
-    const int inner = dispatch(y_dtype, [&](auto ty) {
+    status = dispatch(y_dtype, [&](auto ty) {
       using Ty = decltype(ty);
       const auto* xt = static_cast<const T*>(x);
       const auto* wt = static_cast<const T*>(w);
@@ -182,26 +240,34 @@ int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, in
         gemv_scalar_kernel<T, Ty><<<blocks, kWarps * 32, 0, s>>>(xt, wt, bias, yt, mi, n, k);
         return;
       }
-      const int sp = split ? split : choose_split(k / kPer<T>);
-      const int rows_per_cta = kWarps / sp;
-      const unsigned blocks = static_cast<unsigned>((n + rows_per_cta - 1) / rows_per_cta);
-      // A launch error shows in cudaGetLastError, which dispatch returns.
-      auto go = [&](auto kernel) {
-        (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, xt, wt, bias, yt, mi, n, k,
-                                         sp);
-      };
-      if (m == 1) {
-        go(gemv_kernel<T, Ty, 1>);
-      } else if (m == 2) {
-        go(gemv_kernel<T, Ty, 2>);
-      } else if (m <= 4) {
-        go(gemv_kernel<T, Ty, 4>);
-      } else {
-        go(gemv_kernel<T, Ty, kGemvMaxRows>);
-      }
+      launch_vector<T, Ty, false>(xt, wt, bias, yt, mi, n, k, split ? split : choose_split(k / kPer<T>), s);
     });
-    status = inner;
   });
+  return status ? status : launched;
+}
+
+int gemv_silu_mul(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
+                  int dtype, int y_dtype, void* stream, int split) {
+  if (m == 0 || n == 0) return 0;
+  // A CTA needs a gate and an up slot: at most kWarps / 2 warps a row.
+  if (m > kGemvMaxRows || (split != 0 && (!valid_split(split) || split > kWarps / 2))) {
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  int status = 0;
+  bool taken = false;
+  const int launched = dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    if (k % kPer<T> != 0 || !aligned16(x) || !aligned16(w)) return;
+    taken = true;
+    status = dispatch(y_dtype, [&](auto ty) {
+      using Ty = decltype(ty);
+      const int sp = split ? split : std::min(choose_split(k / kPer<T>), kWarps / 2);
+      launch_vector<T, Ty, true>(static_cast<const T*>(x), static_cast<const T*>(w), bias, static_cast<Ty*>(y),
+                                 static_cast<int>(m), n, k, sp, s);
+    });
+  });
+  if (launched == 0 && !taken) return kGemvNotTaken;
   return status ? status : launched;
 }
 

@@ -59,6 +59,15 @@ void* pinned_on_device(void* host);
 constexpr int kGemvMaxRows = 8;
 int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k, int dtype,
          int y_dtype, void* stream, int split = 0);
+// y[m, n] = silu(x · gate[n, :] + bias[:n]) * (x · up[n, :] + bias[n:]) with
+// w [2n, k] the gate rows then the up rows (a dense gate/up projection), in
+// one launch of the GEMV's gated form: the same values, bit for bit, as gemv
+// into [m, 2n] followed by silu_mul. split as for gemv, at most 4.
+// kGemvNotTaken (nothing launched) where k or the alignment of x or w leaves
+// no 16-byte vectors.
+constexpr int kGemvNotTaken = -1;
+int gemv_silu_mul(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
+                  int dtype, int y_dtype, void* stream, int split = 0);
 int add_bias(void* y, const float* bias, int64_t m, int64_t n, int dtype, void* stream);
 
 }  // namespace aph::ops::kernels

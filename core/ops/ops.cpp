@@ -135,6 +135,33 @@ void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bi
   APH_DISPATCH(linear, exec, x, w, bias, y);
 }
 
+void linear_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& scratch,
+                     Tensor& y) {
+  same_device("linear_silu_mul", exec, {&x, &w, &scratch, &y});
+  if (w.rank() != 2 || w.dim(0) % 2 != 0) {
+    fail("linear_silu_mul", "weight " + w.describe() + " must be [2N, K]: the gate rows, then the up rows");
+  }
+  const int64_t n = w.dim(0) / 2, k = w.dim(1), m = y.numel() / std::max<int64_t>(n, 1);
+  if (y.dim(-1) != n || x.numel() != m * k) {
+    fail("linear_silu_mul", "x " + x.describe() + " · W " + w.describe() + " -> y " + y.describe());
+  }
+  if (scratch.dtype() != y.dtype() || scratch.dim(-1) != 2 * n || scratch.numel() < m * 2 * n) {
+    fail("linear_silu_mul", "scratch " + scratch.describe() + " must hold " + std::to_string(m) + " rows of " +
+                                std::to_string(2 * n) + " in y's dtype");
+  }
+  if (bias) {
+    same_device("linear_silu_mul", exec, {bias});
+    if (bias->dtype() != APH_DTYPE_F32 || bias->numel() != 2 * n) fail("linear_silu_mul", "bias " + bias->describe());
+  }
+#ifdef APH_HAVE_CUDA
+  if (!exec.on_cpu() && cuda::gemv_silu_mul(exec, x, w, bias, y)) return;
+#endif
+  Tensor gate_up = scratch.reshape({scratch.numel() / (2 * n), 2 * n}).rows(0, m);
+  linear(exec, x, w, bias, gate_up);
+  const char* gate = static_cast<const char*>(gate_up.data());
+  silu_mul(exec, gate, gate + n * dtype_size(gate_up.dtype()), 2 * n, y);
+}
+
 void gather_rows(const Exec& exec, const Tensor& x, const Tensor& idx, Tensor& out) {
   same_device("gather_rows", exec, {&x, &idx, &out});
   if (idx.dtype() != APH_DTYPE_I32 || out.dtype() != x.dtype() || out.dim(0) != idx.numel() ||

@@ -72,6 +72,15 @@ void silu_mul(const Exec& exec, const void* gate, const void* up, int64_t in_str
 // x and y are F32; on CUDA x has W's dtype or F32 and y the act dtype or F32.
 void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 
+// y[M, N] = silu(x · Wgᵀ + bias[:N]) * (x · Wuᵀ + bias[N:]) for W [2N, K]
+// holding the gate rows then the up rows (a dense gate/up projection), bias
+// F32 [2N] or none. On CUDA, at the dense GEMV's batch sizes, one kernel
+// (kernels::gemv_silu_mul; APH_GATED_GEMV=0 turns it off); otherwise, and
+// always on the CPU (the reference), linear into scratch [>= M, 2N] of y's
+// dtype, then silu_mul: the same values either way.
+void linear_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& scratch,
+                     Tensor& y);
+
 // out[i, :] = x[idx[i], :]. idx I32 on the device.
 void gather_rows(const Exec& exec, const Tensor& x, const Tensor& idx, Tensor& out);
 

@@ -162,8 +162,15 @@ FinalHidden LlamaGraph::forward(StepContext& ctx) {
     attention::paged_attention(a);
 
     l.o_proj->forward(ex, attn_out, delta);
-    ProjectionGroup::Outputs gu = l.gate_up->forward_rms_norm(ex, normed_input(&delta, l.ffn_norm), normed);
+    const NormedInput mlp_in = normed_input(&delta, l.ffn_norm);
     cur ^= 1;
+    // Dense gate/up: silu(gate) * up straight from the matmul where the
+    // device can. Plugin linears: the down projection may fold it in.
+    if (l.gate_up->forward_rms_norm_silu_mul(ex, mlp_in, normed, act)) {
+      l.down_proj->forward(ex, act, delta);
+      continue;
+    }
+    ProjectionGroup::Outputs gu = l.gate_up->forward_rms_norm(ex, mlp_in, normed);
     if (gu.stride[0] != gu.stride[1]) throw Error(APH_ERR_INTERNAL, "LlamaGraph: gate and up rows differ in stride");
     if (!l.down_proj->forward_silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], delta)) {
       ops::silu_mul(ex, gu.ptr[0], gu.ptr[1], gu.stride[0], act);

@@ -227,6 +227,63 @@ TEST(OpsGpu, LinearGemvAndCublasPathsWithBias) {
   }
 }
 
+// The gated GEMV (gate and up rows in one CTA, silu(gate) * up stored) must
+// equal the GEMV into [m, 2n] followed by silu_mul bit for bit, at every
+// split it takes; and ops::linear_silu_mul must agree with the CPU reference.
+TEST(OpsGpu, LinearSiluMulEqualsGemvThenSiluMul) {
+  Cuda cu;
+  auto ex = cu.exec();
+  std::mt19937 rng(17);
+  for (aph_dtype dt : kDtypes) {
+    for (int64_t m : {1, 2, 5}) {
+      // 4096: two warps a row; 14336: the 8B's width, capped at 4; 136:
+      // short rows; 100: whole 16-byte vectors in f32 only (the two-kernel
+      // path for f16 and bf16).
+      for (int64_t k : {4096, 14336, 136, 100}) {
+        const int64_t n = 1003;  // not a multiple of a CTA's outputs
+        Tensor x = round_to(random_f32({m, k}, rng), dt), w = round_to(random_f32({2 * n, k}, rng, 0.05f), dt);
+        Tensor b = random_f32({2 * n}, rng);
+        Tensor scratch_ref = Tensor::empty({m, 2 * n}, APH_DTYPE_F32, APH_DEVICE_CPU);
+        Tensor ref = Tensor::empty({m, n}, APH_DTYPE_F32, APH_DEVICE_CPU);
+        ops::linear_silu_mul(ops::Exec{}, x, w, &b, scratch_ref, ref);
+        Tensor xd = upload(x, dt, ex), wd = upload(w, dt, ex), bd = b.to(0);
+        Tensor scratch = Tensor::empty({m, 2 * n}, dt, 0), y = Tensor::empty({m, n}, dt, 0);
+        ops::linear_silu_mul(ex, xd, wd, &bd, scratch, y);
+        const std::string what = std::string("linear_silu_mul ") + aph::dtype_name(dt) + " m=" + std::to_string(m) +
+                                 " k=" + std::to_string(k);
+        expect_close(download(y, ex), ref, dt, what.c_str());
+        if (k % static_cast<int64_t>(16 / aph::dtype_size(dt)) != 0) {
+          EXPECT_EQ(aph::ops::kernels::gemv_silu_mul(xd.data(), wd.data(), bd.as<float>(), y.data(), m, n, k, dt, dt,
+                                                     cu.stream),
+                    aph::ops::kernels::kGemvNotTaken);
+          continue;
+        }
+        if (m > aph::ops::kernels::kGemvMaxRows) continue;
+        EXPECT_NE(aph::ops::kernels::gemv_silu_mul(xd.data(), wd.data(), bd.as<float>(), y.data(), m, n, k, dt, dt,
+                                                   cu.stream, 8),
+                  0)
+            << "a split of 8 leaves no up slot";
+        for (int split : {1, 2, 4}) {
+          ASSERT_EQ(aph::ops::kernels::gemv(xd.data(), wd.data(), bd.as<float>(), scratch.data(), m, 2 * n, k, dt, dt,
+                                            cu.stream, split),
+                    0);
+          Tensor two = Tensor::empty({m, n}, dt, 0);
+          const size_t es = aph::dtype_size(dt);
+          ops::silu_mul(ex, scratch.data(), static_cast<char*>(scratch.data()) + n * es, 2 * n, two);
+          ASSERT_EQ(aph::ops::kernels::gemv_silu_mul(xd.data(), wd.data(), bd.as<float>(), y.data(), m, n, k, dt, dt,
+                                                     cu.stream, split),
+                    0);
+          ops::synchronize(ex);
+          std::vector<char> a(static_cast<size_t>(y.nbytes())), c(a.size());
+          ASSERT_EQ(cudaMemcpy(a.data(), y.data(), a.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+          ASSERT_EQ(cudaMemcpy(c.data(), two.data(), c.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+          EXPECT_TRUE(a == c) << what << " split " << split << ": not bit for bit the GEMV then silu_mul";
+        }
+      }
+    }
+  }
+}
+
 TEST(OpsGpu, LogitsOp) {
   Cuda cu;
   auto ex = cu.exec();

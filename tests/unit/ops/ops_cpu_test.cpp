@@ -202,6 +202,37 @@ TEST(OpsCpu, LinearRejectsMismatchedShapes) {
   EXPECT_THROW(ops::linear(ops::Exec{}, x, w, nullptr, y), aph::Error);
 }
 
+TEST(OpsCpu, LinearSiluMulOfGateThenUpRows) {
+  std::mt19937 rng(16);
+  const int64_t m = 3, n = 7, k = 20;
+  Tensor x = random_f32({m, k}, rng), w = to_half(random_f32({2 * n, k}, rng, 0.3f), APH_DTYPE_BF16);
+  Tensor bias = random_f32({2 * n}, rng);
+  Tensor scratch = Tensor::empty({m + 2, 2 * n}, APH_DTYPE_F32, APH_DEVICE_CPU);  // more rows than m: allowed
+  Tensor y = Tensor::empty({m, n}, APH_DTYPE_F32, APH_DEVICE_CPU);
+  ops::linear_silu_mul(ops::Exec{}, x, w, &bias, scratch, y);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t i = 0; i < n; ++i) {
+      double g = bias.as<float>()[i], u = bias.as<float>()[n + i];
+      for (int64_t j = 0; j < k; ++j) {
+        g += double(x.as<float>()[r * k + j]) * widen(w, i * k + j);
+        u += double(x.as<float>()[r * k + j]) * widen(w, (n + i) * k + j);
+      }
+      const double want = g / (1 + std::exp(-g)) * u;
+      EXPECT_NEAR(y.as<float>()[r * n + i], want, 1e-4 * (1 + std::fabs(want))) << r << " " << i;
+    }
+}
+
+TEST(OpsCpu, LinearSiluMulRejectsOddWeightsShortScratchAndBias) {
+  Tensor x = Tensor::zeros({2, 4}, APH_DTYPE_F32, APH_DEVICE_CPU), y = Tensor::zeros({2, 3}, APH_DTYPE_F32, APH_DEVICE_CPU);
+  Tensor w = Tensor::zeros({6, 4}, APH_DTYPE_F32, APH_DEVICE_CPU), odd = Tensor::zeros({5, 4}, APH_DTYPE_F32, APH_DEVICE_CPU);
+  Tensor scratch = Tensor::zeros({2, 6}, APH_DTYPE_F32, APH_DEVICE_CPU), short_scratch = Tensor::zeros({1, 6}, APH_DTYPE_F32, APH_DEVICE_CPU);
+  Tensor half_bias = Tensor::zeros({3}, APH_DTYPE_F32, APH_DEVICE_CPU);
+  EXPECT_NO_THROW(ops::linear_silu_mul(ops::Exec{}, x, w, nullptr, scratch, y));
+  EXPECT_THROW(ops::linear_silu_mul(ops::Exec{}, x, odd, nullptr, scratch, y), aph::Error);
+  EXPECT_THROW(ops::linear_silu_mul(ops::Exec{}, x, w, nullptr, short_scratch, y), aph::Error);
+  EXPECT_THROW(ops::linear_silu_mul(ops::Exec{}, x, w, &half_bias, scratch, y), aph::Error);
+}
+
 TEST(OpsCpu, LogitsNormsOnlyTheRequestedRows) {
   std::mt19937 rng(7);
   const int t = 4, h = 16, v = 11;

@@ -124,15 +124,17 @@ struct GroupTarget {
   float* partial;
 };
 
-// Bytes of one stage: x's image, then, with kStageW, the W bytes of each
+// Bytes of one stage: x's image, then, with kStageW, the W bytes of the
 // warpgroup's 64 rows (wgmma_w_stage.cuh).
-template <int TYPE, bool kStageW, int kGroups>
-constexpr int kStageBytes = kImageBytes + (kStageW ? kGroups * kBN * wstage::kRowBytes<TYPE> : 0);
+template <int TYPE, bool kStageW>
+constexpr int kStageBytes = kImageBytes + (kStageW ? kBN * wstage::kRowBytes<TYPE> : 0);
 
 // kStageW (stage_w()): W decoded from the stage, else from global memory.
-// kGroups (groups()) warpgroups, each with its own 64 W rows, share each
-// step's x image: two halve the image copies (L2 to shared memory) a W row.
-template <int TYPE, bool kStageW, int kGroups, typename T>
+// One warpgroup a CTA: two sharing each step's x image (half the image
+// copies a W row) lost on the H100, 8B Q4_K_M with 64 sequences, medians of
+// 2 interleaved runs: 9335.0 against 9416.6 tok/s, and 9126.4 against
+// 9170.5 (stop 40); removed at stop 42.
+template <int TYPE, bool kStageW, typename T>
 __device__ __forceinline__ void wgmma_tile_cta(const GroupTarget<T>& t, int64_t k, const uint8_t* __restrict__ images,
                                                int64_t m, int steps_per_split) {
   // Two stages (this step's, the next one's), in dynamic shared memory; the
@@ -140,13 +142,12 @@ __device__ __forceinline__ void wgmma_tile_cta(const GroupTarget<T>& t, int64_t 
   // measured faster than the static two-stage array it replaced, one
   // warpgroup a CTA both: H100, 8B Q4_K_M x64, medians of 3 interleaved
   // runs, 9413.4 against 9144.9 tok/s (stop 40; why was not profiled).
-  constexpr int kStage = kStageBytes<TYPE, kStageW, kGroups>;
-  constexpr int kCtaThreads = kThreads * kGroups;
-  static_assert(sizeof(float) * kBM * kLdC * kGroups <= 2 * kStage, "results must fit the stages");
+  constexpr int kStage = kStageBytes<TYPE, kStageW>;
+  static_assert(sizeof(float) * kBM * kLdC <= 2 * kStage, "results must fit the stages");
   extern __shared__ __align__(128) uint8_t stage_s[];
   using D = Decoder<TYPE>;
   constexpr int kChunksPerBlock = D::kBlock / 32;
-  const int g = threadIdx.x / kThreads, tid = threadIdx.x % kThreads, warp = tid / 32, lane = tid % 32, q = lane % 4;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, q = lane % 4;
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
   const int64_t nb = k / D::kBlock, chunks = k / 32, rb = row_bytes<TYPE>(nb);
   const int64_t steps = (k + kBK - 1) / kBK;
@@ -159,15 +160,15 @@ __device__ __forceinline__ void wgmma_tile_cta(const GroupTarget<T>& t, int64_t 
   const uint8_t* w_lo = t.w + min(row, t.n - 1) * rb;
   const uint8_t* w_hi = t.w + min(row + 8, t.n - 1) * rb;
   const uint8_t* my_images = images + static_cast<int64_t>(blockIdx.y) * steps * kImageBytes;
-  const int w_offset = kImageBytes + g * kBN * wstage::kRowBytes<TYPE>;  // this group's W stage
+  constexpr int w_offset = kImageBytes;  // the W stage
   tile::Acc acc = {};
 
   auto stage = [&](int buf) { return stage_s + buf * kStage; };
   auto copy_image = [&](int64_t s, int buf) {
     const uint8_t* src = my_images + s * kImageBytes;
 #pragma unroll
-    for (int u = 0; u < kImageBytes / 16 / kCtaThreads; ++u) {
-      const int off = (u * kCtaThreads + static_cast<int>(threadIdx.x)) * 16;
+    for (int u = 0; u < kImageBytes / 16 / kThreads; ++u) {
+      const int off = (u * kThreads + tid) * 16;
       cuda_async::cp_async_16(stage(buf) + off, src + off, 16);
     }
   };
@@ -242,32 +243,28 @@ __device__ __forceinline__ void wgmma_tile_cta(const GroupTarget<T>& t, int64_t 
   cuda_pdl::allow_dependents();
   cuda_async::cp_async_wait<0>();
   __syncthreads();
-  float* c_s = reinterpret_cast<float*>(stage_s) + g * kBM * kLdC;
+  float* c_s = reinterpret_cast<float*>(stage_s);
   tile::stash_acc(acc, warp, lane, c_s);
   __syncthreads();
   tile::write_tile(c_s, m0, t.n0, m, t.n, t.bias, t.y, t.partial, tid, kThreads);
 }
 
-template <int TYPE, bool kStageW, int kGroups, typename T>
-__global__ void __launch_bounds__(kThreads * kGroups, kMinCtasPerSm / kGroups)
+template <int TYPE, bool kStageW, typename T>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     wgmma_tile_kernel(const uint8_t* __restrict__ w, int64_t n, int64_t k, const uint8_t* __restrict__ images,
                       int64_t m, const float* __restrict__ bias, T* __restrict__ y, float* __restrict__ partial,
                       int steps_per_split) {
-  // A group past the last tile (an odd count of tiles) decodes row n - 1
-  // and writes nothing.
-  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) * kGroups + threadIdx.x / kThreads) * kBN;
-  wgmma_tile_cta<TYPE, kStageW, kGroups, T>({w, n, n0, bias, y, partial}, k, images, m, steps_per_split);
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
+  wgmma_tile_cta<TYPE, kStageW, T>({w, n, n0, bias, y, partial}, k, images, m, steps_per_split);
 }
 
-template <int TYPE, bool kStageW, int kGroups, typename T>
-__global__ void __launch_bounds__(kThreads * kGroups, kMinCtasPerSm / kGroups)
+template <int TYPE, bool kStageW, typename T>
+__global__ void __launch_bounds__(kThreads, kMinCtasPerSm)
     wgmma_tile_multi_kernel(const TileTargets targets, int64_t k, const uint8_t* __restrict__ images, int64_t m,
                             float* __restrict__ workspace, int steps_per_split) {
-  // A group past the last tile gets the last target and an n0 past its n:
-  // it writes nothing.
   int64_t n0 = 0;
-  const int t = tile::target_of(targets, static_cast<int>(blockIdx.x * kGroups + threadIdx.x / kThreads), &n0);
-  wgmma_tile_cta<TYPE, kStageW, kGroups, T>(
+  const int t = tile::target_of(targets, static_cast<int>(blockIdx.x), &n0);
+  wgmma_tile_cta<TYPE, kStageW, T>(
       {targets.w[t], targets.n[t], n0, targets.bias[t], static_cast<T*>(targets.y[t]),
        workspace + targets.partial_off[t]},
       k, images, m, steps_per_split);
@@ -280,18 +277,11 @@ bool stage_w() {
   return on;
 }
 
-// Warpgroups a CTA (APH_GGUF_WGMMA_GROUPS: 1 or 2; 2 only with the staged W).
-int groups() {
-  static const int g = env_int("APH_GGUF_WGMMA_GROUPS", 1) == 2 && stage_w() ? 2 : 1;
-  return g;
-}
-
-// f(kernel form): the kernel template's <kStageW, kGroups> as chosen.
+// f(kernel form): the kernel template's kStageW as chosen.
 template <typename F>
 cudaError_t dispatch_form(F&& f) {
-  if (!stage_w()) return f(std::false_type{}, std::integral_constant<int, 1>{});
-  if (groups() == 2) return f(std::true_type{}, std::integral_constant<int, 2>{});
-  return f(std::true_type{}, std::integral_constant<int, 1>{});
+  if (!stage_w()) return f(std::false_type{});
+  return f(std::true_type{});
 }
 
 // The types with a wgmma form: the k-quants of the common GGUF mixes
@@ -327,15 +317,14 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem
 
 // A GEMM kernel of this form: its CTAs (grid.x counted in 64-row tiles) and
 // its dynamic shared memory, opted into once where it passes 48 KB.
-template <int TYPE, bool kStageW, int kGroups, typename Kernel, typename... Args>
+template <int TYPE, bool kStageW, typename Kernel, typename... Args>
 cudaError_t launch_gemm(Kernel kernel, dim3 grid, cudaStream_t s, Args... args) {
-  constexpr int kSmem = 2 * kStageBytes<TYPE, kStageW, kGroups>;
+  constexpr int kSmem = 2 * kStageBytes<TYPE, kStageW>;
   static const cudaError_t opted =
       kSmem > 48 * 1024 ? cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem)
                         : cudaSuccess;
   if (opted != cudaSuccess) return opted;
-  grid.x = (grid.x + kGroups - 1) / kGroups;
-  return launch(kernel, grid, dim3(kThreads * kGroups), kSmem, s, args...);
+  return launch(kernel, grid, dim3(kThreads), kSmem, s, args...);
 }
 
 template <typename T>
@@ -364,7 +353,7 @@ bool wgmma_tile_gemm_takes(uint32_t ggml_type) {
       return false;
     cudaFuncAttributes attr{};
     return major == 9 && minor == 0 &&
-           cudaFuncGetAttributes(&attr, wgmma_tile_kernel<12, true, 1, __nv_bfloat16>) == cudaSuccess;
+           cudaFuncGetAttributes(&attr, wgmma_tile_kernel<12, true, __nv_bfloat16>) == cudaSuccess;
   }();
   return usable && dispatch_wgmma_type(ggml_type, [](auto) {});
 }
@@ -391,10 +380,9 @@ cudaError_t launch_wgmma_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, i
                                    int steps_per_split, cudaStream_t s) {
   return arrange_and_launch(type, x, m, k, x_image, s, [&](auto tag, const uint8_t* images) {
     constexpr int kType = decltype(tag)::value;
-    return dispatch_form([&](auto staged, auto groups) {
+    return dispatch_form([&](auto staged) {
       constexpr bool kStaged = decltype(staged)::value;
-      constexpr int kGroups = decltype(groups)::value;
-      return launch_gemm<kType, kStaged, kGroups>(wgmma_tile_kernel<kType, kStaged, kGroups, T>, grid, s, w, n, k,
+      return launch_gemm<kType, kStaged>(wgmma_tile_kernel<kType, kStaged, T>, grid, s, w, n, k,
                                                   images, m, bias, y, partials, steps_per_split);
     });
   });
@@ -406,10 +394,9 @@ cudaError_t launch_wgmma_tile_gemm_multi(uint32_t type, const TileTargets& targe
                                          cudaStream_t s) {
   return arrange_and_launch(type, x, m, k, x_image, s, [&](auto tag, const uint8_t* images) {
     constexpr int kType = decltype(tag)::value;
-    return dispatch_form([&](auto staged, auto groups) {
+    return dispatch_form([&](auto staged) {
       constexpr bool kStaged = decltype(staged)::value;
-      constexpr int kGroups = decltype(groups)::value;
-      return launch_gemm<kType, kStaged, kGroups>(wgmma_tile_multi_kernel<kType, kStaged, kGroups, T>, grid, s,
+      return launch_gemm<kType, kStaged>(wgmma_tile_multi_kernel<kType, kStaged, T>, grid, s,
                                                   targets, k, images, m, workspace, steps_per_split);
     });
   });

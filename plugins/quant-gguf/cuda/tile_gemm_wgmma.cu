@@ -385,8 +385,8 @@ cudaError_t launch_wgmma_tile_gemm(uint32_t type, const uint8_t* w, int64_t n, i
     constexpr int kType = decltype(tag)::value;
     return dispatch_form([&](auto staged) {
       constexpr bool kStaged = decltype(staged)::value;
-      return launch_gemm<kType, kStaged>(wgmma_tile_kernel<kType, kStaged, T>, grid, s, w, n, k,
-                                                  images, m, bias, y, partials, steps_per_split);
+      return launch_gemm<kType, kStaged>(wgmma_tile_kernel<kType, kStaged, T>, grid, s, w, n, k, images, m, bias, y,
+                                         partials, steps_per_split);
     });
   });
 }
@@ -399,8 +399,8 @@ cudaError_t launch_wgmma_tile_gemm_multi(uint32_t type, const TileTargets& targe
     constexpr int kType = decltype(tag)::value;
     return dispatch_form([&](auto staged) {
       constexpr bool kStaged = decltype(staged)::value;
-      return launch_gemm<kType, kStaged>(wgmma_tile_multi_kernel<kType, kStaged, T>, grid, s,
-                                                  targets, k, images, m, workspace, steps_per_split);
+      return launch_gemm<kType, kStaged>(wgmma_tile_multi_kernel<kType, kStaged, T>, grid, s, targets, k, images,
+                                         m, workspace, steps_per_split);
     });
   });
 }

@@ -258,7 +258,6 @@ TEST(OpsGpu, LinearSiluMulEqualsGemvThenSiluMul) {
                     aph::ops::kernels::kGemvNotTaken);
           continue;
         }
-        if (m > aph::ops::kernels::kGemvMaxRows) continue;
         EXPECT_NE(aph::ops::kernels::gemv_silu_mul(xd.data(), wd.data(), bd.as<float>(), y.data(), m, n, k, dt, dt,
                                                    cu.stream, 8),
                   0)

@@ -18,6 +18,14 @@ template <> __device__ __forceinline__ float from_f<float>(float v) { return v; 
 template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
+// silu(g) * u as silu_mul stores it; the gated GEMV (gemv.cu) calls it too,
+// so that both give the same bits.
+template <typename T>
+__device__ __forceinline__ T silu_times(T g, T u) {
+  const float gf = to_f(g);
+  return from_f<T>(gf / (1.0f + __expf(-gf)) * to_f(u));
+}
+
 // The sum of v over the block, returned to every thread. Every thread of the
 // block must call it (it holds two block barriers).
 __device__ __forceinline__ float block_sum(float v) {

@@ -112,15 +112,14 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r >= m) break;
-      // Summed in the order of the ungated form below, then rounded as stored.
+      // Summed in the order of the ungated form below, then rounded as
+      // stored, then silu_mul's own arithmetic.
       float g = 0.0f, u = 0.0f;
       for (int p = 0; p < split; ++p) {
         g += partial[threadIdx.x * split + p][r];
         u += partial[(threadIdx.x + half) * split + p][r];
       }
-      g = to_f(from_f<Ty>(g + (bias ? bias[i] : 0.0f)));
-      u = to_f(from_f<Ty>(u + (bias ? bias[i + n] : 0.0f)));
-      y[r * n + i] = from_f<Ty>(g / (1.0f + __expf(-g)) * u);
+      y[r * n + i] = silu_times(from_f<Ty>(g + (bias ? bias[i] : 0.0f)), from_f<Ty>(u + (bias ? bias[i + n] : 0.0f)));
     }
     return;
   }

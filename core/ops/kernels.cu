@@ -161,12 +161,6 @@ __global__ void rope_kernel(RopeLaunch a) {
   }
 }
 
-template <typename T>
-__device__ __forceinline__ T silu_times(T g, T u) {
-  const float gf = to_f(g);
-  return from_f<T>(gf / (1.0f + __expf(-gf)) * to_f(u));
-}
-
 // kVec elements a thread at a time: 16-byte pieces when the rows allow
 // (silu_mul checks), else one. The element form read 2 bytes a load: at 64
 // rows of 14336 (the 8B's MLP at batch 64) it moved 5.5 MB in 5.5 us (stop

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "core/common/cuda_l2_ahead.cuh"
 #include "core/common/cuda_pdl.cuh"
 #include "core/common/env_flag.hpp"
 #include "core/ops/cuda_math.cuh"
@@ -47,8 +46,7 @@ constexpr int kPer = 16 / sizeof(T);  // elements in a 16-byte vector
 template <typename T, typename Ty, int kRows, bool kGated = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                           const float* __restrict__ bias, Ty* __restrict__ y, int m,
-                                                          int64_t n, int64_t k, int split,
-                                                          cuda_l2_ahead::Plan ahead) {
+                                                          int64_t n, int64_t k, int split) {
   __shared__ float partial[kWarps][kRows];
   cuda_pdl::allow_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -76,15 +74,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
   };
   int v0 = begin + lane;
   load(v0);
-  if (threadIdx.x == 0) {  // later waves' rows into L2 (cuda_l2_ahead.cuh)
-    const int64_t outs = kGated ? slots / 2 : slots;  // outputs a CTA
-    cuda_l2_ahead::for_each_ahead(ahead, [&](unsigned cta) {
-      const int64_t first = cta * outs;
-      const int64_t bytes = min(outs, n - first) * k * static_cast<int64_t>(sizeof(T));
-      cuda_l2_ahead::prefetch_range(w + first * k, bytes);
-      if (kGated) cuda_l2_ahead::prefetch_range(w + (first + n) * k, bytes);  // the same outputs' up rows
-    });
-  }
   cuda_pdl::wait_for_producer();  // x comes from the kernel before
   float acc[kRows];
 #pragma unroll
@@ -204,28 +193,6 @@ int choose_split(int64_t vecs) {
   return split;
 }
 
-// APH_GEMV_L2_AHEAD (cuda_l2_ahead.cuh): off by default.
-const cuda_l2_ahead::Knobs& l2_ahead_knobs() {
-  static const cuda_l2_ahead::Knobs knobs("APH_GEMV");
-  return knobs;
-}
-
-// One form of the vector kernel (kRows >= m rows of x) on `blocks` CTAs.
-template <typename T, typename Ty, int kRows, bool kGated>
-void launch_form(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k, int split,
-                 unsigned blocks, cudaStream_t s) {
-  constexpr auto kKernel = gemv_kernel<T, Ty, kRows, kGated>;
-  cuda_l2_ahead::Plan ahead;
-  if (l2_ahead_knobs().waves > 0) {
-    // One occupancy query per form: a decode step launches it every layer.
-    static const int wave = cuda_l2_ahead::resident_ctas(kKernel, kWarps * 32, 0);
-    ahead = cuda_l2_ahead::plan(l2_ahead_knobs(), wave, blocks);
-  }
-  // A launch error shows in cudaGetLastError, which dispatch returns.
-  (void)cuda_pdl::launch_dependent(kKernel, dim3(blocks), dim3(kWarps * 32), 0, s, x, w, bias, y, m, n, k, split,
-                                   ahead);
-}
-
 // The vector kernel of kRows >= m rows of x, one form or the other.
 template <typename T, typename Ty, bool kGated>
 void launch_vector(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k, int split,
@@ -233,14 +200,18 @@ void launch_vector(const T* x, const T* w, const float* bias, Ty* y, int m, int6
   const int slots = kWarps / split;
   const int outputs_per_cta = kGated ? slots / 2 : slots;
   const unsigned blocks = static_cast<unsigned>((n + outputs_per_cta - 1) / outputs_per_cta);
+  // A launch error shows in cudaGetLastError, which dispatch returns.
+  auto go = [&](auto kernel) {
+    (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, x, w, bias, y, m, n, k, split);
+  };
   if (m == 1) {
-    launch_form<T, Ty, 1, kGated>(x, w, bias, y, m, n, k, split, blocks, s);
+    go(gemv_kernel<T, Ty, 1, kGated>);
   } else if (m == 2) {
-    launch_form<T, Ty, 2, kGated>(x, w, bias, y, m, n, k, split, blocks, s);
+    go(gemv_kernel<T, Ty, 2, kGated>);
   } else if (m <= 4) {
-    launch_form<T, Ty, 4, kGated>(x, w, bias, y, m, n, k, split, blocks, s);
+    go(gemv_kernel<T, Ty, 4, kGated>);
   } else {
-    launch_form<T, Ty, kGemvMaxRows, kGated>(x, w, bias, y, m, n, k, split, blocks, s);
+    go(gemv_kernel<T, Ty, kGemvMaxRows, kGated>);
   }
 }
 

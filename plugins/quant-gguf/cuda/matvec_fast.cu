@@ -16,7 +16,6 @@
 #include <cstdint>
 
 #include "core/common/cuda_device_limits.hpp"
-#include "core/common/cuda_l2_ahead.cuh"
 #include "core/common/cuda_pdl.cuh"
 #include "core/common/env_flag.hpp"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
@@ -123,14 +122,6 @@ __global__ void __launch_bounds__(kWarps * 32, MT > 1 ? 4 : (U > 1 ? P::kWideCta
   const int slot = lane / P::kLanes, part = lane % P::kLanes;
   const int64_t row0 = (cta * kWarps + threadIdx.x / 32) * R;
   if (row0 >= n) return;  // the whole warp; it touches nothing
-  if (threadIdx.x == 0)  // later waves' rows into L2 (cuda_l2_ahead.cuh)
-    cuda_l2_ahead::for_each_ahead(targets.l2, [&](unsigned v) {
-      int64_t c = 0;
-      const MatvecTarget& u = target_at(targets, v, &c);
-      const int64_t first = c * kWarps * R;
-      const int64_t rows = min(static_cast<int64_t>(kWarps * R), u.n - first);
-      cuda_l2_ahead::prefetch_range(u.w + first * P::row_bytes(nb), rows * P::row_bytes(nb));
-    });
   // Launched as a dependent: this CTA may start while the quantization
   // before it runs, but reads nothing before it has finished. (Loading or
   // prefetching the first weights before this wait measured slower on the
@@ -192,37 +183,20 @@ bool wide_pays(int64_t ctas, int64_t nb) {
   return ctas <= static_cast<int64_t>(limits.sms) * P::kWideCtas;
 }
 
-// APH_GGUF_L2_AHEAD (cuda_l2_ahead.cuh): off by default.
-const cuda_l2_ahead::Knobs& l2_ahead_knobs() {
-  static const cuda_l2_ahead::Knobs knobs("APH_GGUF");
-  return knobs;
-}
-
-// kKernel on ts's grid, with the later waves' prefetch where it is on.
-template <auto kKernel>
-cudaError_t launch_planned(MatvecTargets ts, int64_t nb, const MatvecX& x, int m, cudaStream_t s) {
-  const unsigned blocks = ts.first_cta[ts.count];
-  if (l2_ahead_knobs().waves > 0) {
-    // One occupancy query per form: a decode step launches it every layer.
-    static const int wave = cuda_l2_ahead::resident_ctas(kKernel, kWarps * 32, 0);
-    ts.l2 = cuda_l2_ahead::plan(l2_ahead_knobs(), wave, blocks);
-  }
-  return cuda_pdl::launch_dependent(kKernel, dim3(blocks), dim3(kWarps * 32), 0, s, ts, nb, x, m);
-}
-
 template <class P, typename T, int R>
 cudaError_t launch_rows(const MatvecTarget* targets, int count, int64_t nb, const MatvecX& x, int m, cudaStream_t s) {
   const MatvecTargets ts = plan_targets(targets, count, R * kWarps);
+  const dim3 grid(ts.first_cta[count]), block(kWarps * 32);
   if constexpr (R == kRowsPerWarp) {  // one row a warp is for batch 1 only
-    if (m > 1) return launch_planned<matvec_kernel<P, 8, R, T>>(ts, nb, x, m, s);
+    if (m > 1) return cuda_pdl::launch_dependent(matvec_kernel<P, 8, R, T>, grid, block, 0, s, ts, nb, x, m);
   }
   if constexpr (P::kWideCtas > 0)
-    if (wide_pays<P>(ts.first_cta[count], nb)) {
+    if (wide_pays<P>(grid.x, nb)) {
       static const bool early = env_flag("APH_GGUF_WIDE_EARLY", true);
-      if (early) return launch_planned<matvec_kernel<P, 1, R, T, 2, true>>(ts, nb, x, 1, s);
-      return launch_planned<matvec_kernel<P, 1, R, T, 2>>(ts, nb, x, 1, s);
+      if (early) return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T, 2, true>, grid, block, 0, s, ts, nb, x, 1);
+      return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T, 2>, grid, block, 0, s, ts, nb, x, 1);
     }
-  return launch_planned<matvec_kernel<P, 1, R, T>>(ts, nb, x, 1, s);
+  return cuda_pdl::launch_dependent(matvec_kernel<P, 1, R, T>, grid, block, 0, s, ts, nb, x, 1);
 }
 
 // APH_GGUF_SINGLE_ROWS (docs/CONFIG.md, on by default): at batch 1, a launch

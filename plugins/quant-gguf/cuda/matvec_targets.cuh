@@ -8,7 +8,6 @@
 #include <mutex>
 #include <utility>
 
-#include "core/common/cuda_l2_ahead.cuh"
 #include "plugins/quant-gguf/cuda/kernels.hpp"
 
 namespace aph::gguf::cuda {
@@ -17,9 +16,6 @@ struct MatvecTargets {
   MatvecTarget t[kMaxMatvecTargets];
   unsigned first_cta[kMaxMatvecTargets + 1];  // first_cta[count]: the grid size
   int count;
-  // The fast matvec's prefetch of later waves (APH_GGUF_L2_AHEAD); set by
-  // its launch, off in plan_targets.
-  cuda_l2_ahead::Plan l2;
 };
 
 // rows_per_cta output rows a CTA.

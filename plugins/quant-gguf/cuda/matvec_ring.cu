@@ -76,6 +76,12 @@ struct Cursor {
   unsigned v;
   int64_t s;
 };
+// The copying side's cursor and the rows of its item.
+struct Source {
+  Cursor at;
+  const uint8_t* wrow[R];
+  bool live;  // the warp has rows in this item
+};
 
 template <class P, typename T, int S>
 __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
@@ -98,25 +104,29 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
   };
   // Copies the step at `in` into `stage` and moves `in` on; every call
   // commits a group, empty past the end, so the wait counts stay uniform.
-  auto issue = [&](Cursor& in, int stage) {
-    if (in.v < items) {
-      int64_t row0 = 0;
-      const MatvecTarget& t = rows_of(in.v, &row0);
-      const int64_t blk = in.s * kPerStep + slot;
-      if (row0 < t.n && blk < nb) {
-        const uint8_t* wrow[R];
-        row_pointers<P, R>(t.w, t.n, nb, row0, wrow);
+  // The rows' addresses are worked out once an item.
+  auto issue = [&](Source& in, int stage) {
+    if (in.at.v < items) {
+      if (in.at.s == 0) {
+        int64_t row0 = 0;
+        const MatvecTarget& t = rows_of(in.at.v, &row0);
+        in.live = row0 < t.n;
+        if (in.live) row_pointers<P, R>(t.w, t.n, nb, row0, in.wrow);
+      }
+      const int64_t blk = in.at.s * kPerStep + slot;
+      if (in.live && blk < nb) {
         CopyPieces copy{ring + stage * stage_bytes<P>()};
         typename P::W unused;
 #pragma unroll
-        for (int r = 0; r < R; ++r) P::load_w(wrow[r], nb, blk, part, unused, copy);
+        for (int r = 0; r < R; ++r) P::load_w(in.wrow[r], nb, blk, part, unused, copy);
       }
-      if (++in.s == steps) in = Cursor{in.v + gridDim.x, 0};
+      if (++in.at.s == steps) in.at = Cursor{in.at.v + gridDim.x, 0};
     }
     cuda_async::cp_async_commit();
   };
 
-  Cursor in{blockIdx.x, 0}, out{blockIdx.x, 0};
+  Source in{{blockIdx.x, 0}, {}, false};
+  Cursor out{blockIdx.x, 0};
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) issue(in, st);  // before the wait
   const XCodes xc = matvec_x<false, T>(x, 256 * nb);

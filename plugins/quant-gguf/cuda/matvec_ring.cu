@@ -76,10 +76,12 @@ struct Cursor {
   unsigned v;
   int64_t s;
 };
-// The copying side's cursor and the rows of its item.
+// The copying side's cursor, and where the lane's block of the step sits
+// in each of the item's rows.
 struct Source {
   Cursor at;
-  const uint8_t* wrow[R];
+  const uint8_t* wblk[R];
+  int64_t blk;
   bool live;  // the warp has rows in this item
 };
 
@@ -89,6 +91,7 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
   if (x.release_dependents) cuda_pdl::allow_dependents();  // as matvec_kernel
   extern __shared__ __align__(16) uint8_t ring_smem[];
   constexpr int kPerStep = 32 / P::kLanes;
+  constexpr int64_t kBlockBytes = P::row_bytes(1);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slot = lane / P::kLanes, part = lane % P::kLanes;
   const int64_t steps = (nb + kPerStep - 1) / kPerStep;  // a row's
@@ -104,62 +107,64 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
   };
   // Copies the step at `in` into `stage` and moves `in` on; every call
   // commits a group, empty past the end, so the wait counts stay uniform.
-  // The rows' addresses are worked out once an item.
+  // The rows' addresses are worked out once an item, then advanced a step
+  // at a time.
   auto issue = [&](Source& in, int stage) {
     if (in.at.v < items) {
       if (in.at.s == 0) {
         int64_t row0 = 0;
         const MatvecTarget& t = rows_of(in.at.v, &row0);
         in.live = row0 < t.n;
-        if (in.live) row_pointers<P, R>(t.w, t.n, nb, row0, in.wrow);
+        if (in.live) {
+          const uint8_t* wrow[R];
+          row_pointers<P, R>(t.w, t.n, nb, row0, wrow);
+#pragma unroll
+          for (int r = 0; r < R; ++r) in.wblk[r] = wrow[r] + kBlockBytes * slot;
+        }
+        in.blk = slot;
       }
-      const int64_t blk = in.at.s * kPerStep + slot;
-      if (in.live && blk < nb) {
+      if (in.live && in.blk < nb) {
         CopyPieces copy{ring + stage * stage_bytes<P>()};
         typename P::W unused;
 #pragma unroll
-        for (int r = 0; r < R; ++r) P::load_w(in.wrow[r], nb, blk, part, unused, copy);
+        for (int r = 0; r < R; ++r) P::load_w(in.wblk[r], nb, 0, part, unused, copy);
       }
+      in.blk += kPerStep;
+#pragma unroll
+      for (int r = 0; r < R; ++r) in.wblk[r] += kBlockBytes * kPerStep;
       if (++in.at.s == steps) in.at = Cursor{in.at.v + gridDim.x, 0};
     }
     cuda_async::cp_async_commit();
   };
 
-  Source in{{blockIdx.x, 0}, {}, false};
-  Cursor out{blockIdx.x, 0};
+  Source in{{blockIdx.x, 0}, {}, 0, false};
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) issue(in, st);  // before the wait
   const XCodes xc = matvec_x<false, T>(x, 256 * nb);
 
-  float acc[R][1] = {};
-  SinkInputs pre[R];
-  const MatvecTarget* t = nullptr;
-  int64_t row0 = 0;
   int stage = 0;
-  while (out.v < items) {
-    if (out.s == 0) {
-      t = &rows_of(out.v, &row0);
-      if (lane == 0 && row0 < t->n)
+  for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
+    int64_t row0 = 0;
+    const MatvecTarget& t = rows_of(v, &row0);
+    const bool live = row0 < t.n;
+    SinkInputs pre[R];
+    if (lane == 0 && live)
 #pragma unroll
-        for (int r = 0; r < R; ++r) pre[r] = sink_inputs(*t, x.kv, row0 + r);
+      for (int r = 0; r < R; ++r) pre[r] = sink_inputs(t, x.kv, row0 + r);
+    float acc[R][1] = {};
+    for (int64_t s = 0; s < steps; ++s) {
+      cuda_async::cp_async_wait<S - 2>();  // this lane's copies of `stage` have landed
+      typename P::W wv[R];
+      const uint8_t* const staged_at = ring + stage * stage_bytes<P>();
+      StagedPieces staged{staged_at};
+#pragma unroll
+      for (int r = 0; r < R; ++r) P::load_w(staged_at, nb, 0, part, wv[r], staged);  // addresses unread
+      issue(in, stage == 0 ? S - 1 : stage - 1);  // into the stage read last step
+      stage = stage == S - 1 ? 0 : stage + 1;
+      const int64_t blk = s * kPerStep + slot;
+      if (live && blk < nb) step<P, 1, R>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, 1, acc);
     }
-    cuda_async::cp_async_wait<S - 2>();  // this lane's copies of `stage` have landed
-    typename P::W wv[R];
-    StagedPieces staged{ring + stage * stage_bytes<P>()};
-    const uint8_t* const base = ring + stage * stage_bytes<P>();  // load_w's addresses are not read
-#pragma unroll
-    for (int r = 0; r < R; ++r) P::load_w(base, nb, 0, part, wv[r], staged);
-    issue(in, stage == 0 ? S - 1 : stage - 1);  // the stage read last step
-    stage = stage == S - 1 ? 0 : stage + 1;
-    const bool live = row0 < t->n;
-    const int64_t blk = out.s * kPerStep + slot;
-    if (live && blk < nb) step<P, 1, R>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, 1, acc);
-    if (++out.s == steps) {
-      if (live) store_rows<1, R, T>(acc, 1, *t, x.kv, row0, pre);
-#pragma unroll
-      for (int r = 0; r < R; ++r) acc[r][0] = 0.0f;
-      out = Cursor{out.v + gridDim.x, 0};
-    }
+    if (live) store_rows<1, R, T>(acc, 1, t, x.kv, row0, pre);
   }
   cuda_async::cp_async_wait<0>();  // no copy outlives the CTA
 }

@@ -74,14 +74,14 @@ __host__ __device__ constexpr int ring_ctas() {
 // blockIdx.x, + gridDim.x, ...), step s of its rows.
 struct Cursor {
   unsigned v;
-  int64_t s;
+  int s;
 };
 // The copying side's cursor, and where the lane's block of the step sits
 // in each of the item's rows.
 struct Source {
   Cursor at;
   const uint8_t* wblk[R];
-  int64_t blk;
+  int blk;
   bool live;  // the warp has rows in this item
 };
 
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
   constexpr int64_t kBlockBytes = P::row_bytes(1);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slot = lane / P::kLanes, part = lane % P::kLanes;
-  const int64_t steps = (nb + kPerStep - 1) / kPerStep;  // a row's
+  const int steps = static_cast<int>((nb + kPerStep - 1) / kPerStep);  // a row's (nb < 2^31)
   uint8_t* const ring = ring_smem + static_cast<size_t>(warp) * S * stage_bytes<P>() + 16 * lane;
 
   // The warp's first row of item v, and its target; rows past the target's
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
 #pragma unroll
       for (int r = 0; r < R; ++r) pre[r] = sink_inputs(t, x.kv, row0 + r);
     float acc[R][1] = {};
-    for (int64_t s = 0; s < steps; ++s) {
+    for (int s = 0; s < steps; ++s) {
       cuda_async::cp_async_wait<S - 2>();  // this lane's copies of `stage` have landed
       typename P::W wv[R];
       const uint8_t* const staged_at = ring + stage * stage_bytes<P>();
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
       for (int r = 0; r < R; ++r) P::load_w(staged_at, nb, 0, part, wv[r], staged);  // addresses unread
       issue(in, stage == 0 ? S - 1 : stage - 1);  // into the stage read last step
       stage = stage == S - 1 ? 0 : stage + 1;
-      const int64_t blk = s * kPerStep + slot;
+      const int blk = s * kPerStep + slot;
       if (live && blk < nb) step<P, 1, R>(wv, blk, part, xc.q, xc.d, xc.s, 256 * nb, 1, acc);
     }
     if (live) store_rows<1, R, T>(acc, 1, t, x.kv, row0, pre);

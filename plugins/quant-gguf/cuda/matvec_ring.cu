@@ -154,6 +154,10 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
     float acc[R][1] = {};
     for (int s = 0; s < steps; ++s) {
       cuda_async::cp_async_wait<S - 2>();  // this lane's copies of `stage` have landed
+      // The wait's asm says nothing about memory: without this fence the
+      // compiler may read the stage before the wait, or keep an earlier
+      // stage's reads past the copies that refill it.
+      asm volatile("" ::: "memory");
       typename P::W wv[R];
       const uint8_t* const staged_at = ring + stage * stage_bytes<P>();
       StagedPieces staged{staged_at};

@@ -183,8 +183,8 @@ void dispatch_fast(uint32_t type, F&& f) {
 int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k,
                              const MatvecX& x, int64_t m, bool bf16, void* stream) {
   if (k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);  // m, count, n: checked by the caller
-  if (m == 1 && matvec_ring_stages() > 0) {  // the ring form, where its type has one
-    const int rc = launch_ring_matvec(type, targets, count, k / 256, x, bf16, matvec_ring_stages(), stream);
+  if (const int stages = matvec_ring_stages(); m == 1 && stages > 0) {  // the ring form, where its type has one
+    const int rc = launch_ring_matvec(type, targets, count, k / 256, x, bf16, stages, stream);
     if (rc != static_cast<int>(cudaErrorNotSupported)) return rc;
   }
   auto s = static_cast<cudaStream_t>(stream);

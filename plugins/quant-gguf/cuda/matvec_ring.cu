@@ -81,7 +81,6 @@ struct Cursor {
 struct Source {
   Cursor at;
   const uint8_t* wblk[R];
-  int blk;
   bool live;  // the warp has rows in this item
 };
 
@@ -121,15 +120,13 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
 #pragma unroll
           for (int r = 0; r < R; ++r) in.wblk[r] = wrow[r] + kBlockBytes * slot;
         }
-        in.blk = slot;
       }
-      if (in.live && in.blk < nb) {
+      if (in.live && in.at.s * kPerStep + slot < nb) {
         CopyPieces copy{ring + stage * stage_bytes<P>()};
         typename P::W unused;
 #pragma unroll
         for (int r = 0; r < R; ++r) P::load_w(in.wblk[r], nb, 0, part, unused, copy);
       }
-      in.blk += kPerStep;
 #pragma unroll
       for (int r = 0; r < R; ++r) in.wblk[r] += kBlockBytes * kPerStep;
       if (++in.at.s == steps) in.at = Cursor{in.at.v + gridDim.x, 0};
@@ -137,7 +134,7 @@ __global__ void __launch_bounds__(kWarps * 32, ring_ctas<P, S>())
     cuda_async::cp_async_commit();
   };
 
-  Source in{{blockIdx.x, 0}, {}, 0, false};
+  Source in{{blockIdx.x, 0}, {}, false};
 #pragma unroll
   for (int st = 0; st < S - 1; ++st) issue(in, st);  // before the wait
   const XCodes xc = matvec_x<false, T>(x, 256 * nb);

@@ -3,12 +3,16 @@
 # APH_BENCH_SMOKE=1 in its environment), from an empty cache: a full run, then
 # one row again added to its results (BENCH_ONLY, BENCH_KEEP), then the table
 # alone ("table"), which must hold the first run's rows once and the re-run
-# row twice.
+# row twice. The re-run must not remake a model only other rows read.
 set -euo pipefail
 cache=$1
 rm -rf "$cache"
 bash bench/run.sh "$cache"
+q8="$cache/tiny-Q8_0.gguf"
+[ -s "$q8" ] || { echo "run_smoke: the full run made no $q8"; exit 1; }
+rm "$q8"
 BENCH_ONLY='^135M-bf16$' BENCH_KEEP=1 bash bench/run.sh "$cache" > /dev/null
+[ ! -e "$q8" ] || { echo "run_smoke: BENCH_ONLY=^135M-bf16$ remade the Q8_0 model"; exit 1; }
 table=$(bash bench/run.sh "$cache" table)
 echo "$table"
 count() { grep -c "^$1 " <<< "$table" || true; }

@@ -20,16 +20,87 @@
 #include "core/common/env_flag.hpp"
 #include "plugins/quant-gguf/cuda/device_math.cuh"
 #include "plugins/quant-gguf/cuda/matvec_fast.hpp"
-#include "plugins/quant-gguf/cuda/matvec_ring.hpp"
 #include "plugins/quant-gguf/cuda/matvec_targets.cuh"
-#include "plugins/quant-gguf/cuda/matvec_warp_rows.cuh"
 #include "plugins/quant-gguf/cuda/quantize_x.cuh"
+#include "plugins/quant-gguf/cuda/row_sink.cuh"
+#include "plugins/quant-gguf/cuda/vecdot.cuh"
 
 namespace aph::gguf::cuda {
 
 namespace {
 
-using namespace warp_rows;
+constexpr int kWarps = 4;  // per CTA
+constexpr int kRowsPerWarp = 2;
+
+// One step of R rows: weights wv already loaded for block blk; adds the
+// dot products with the m <= MT activation rows to acc.
+template <class P, int MT, int R>
+__device__ __forceinline__ void step(const typename P::W (&wv)[R], int64_t blk, int part,
+                                     const int8_t* xq, const float* xd, const float* xs, int64_t k,
+                                     int m, float (&acc)[R][MT]) {
+  if constexpr (MT == 1) {
+    // Unpack next to each use: holding every row's codes costs registers.
+    typename P::X xv;
+    P::load_x(xq, xd, xs, blk, part, xv);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      typename P::C c;
+      P::unpack(wv[r], part, c);
+      acc[r][0] += P::dot(c, xv);
+    }
+  } else {
+    // Unpack once for all activation rows.
+    typename P::C c[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) P::unpack(wv[r], part, c[r]);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      if (i < m) {
+        typename P::X xv;
+        P::load_x(xq + i * k, xd + i * (k / 32), xs + i * (k / 16), blk, part, xv);
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r][i] += P::dot(c[r], xv);
+      }
+    }
+  }
+}
+
+template <class P, int R>
+__device__ __forceinline__ void load_step(const uint8_t* const (&wrow)[R], int64_t nb, int64_t blk,
+                                          int part, typename P::W (&wv)[R]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) P::load_w(wrow[r], nb, blk, part, wv[r]);
+}
+
+// Rows row0 .. row0 + R - 1 of token i from the lane sums, into t's sink
+// (all lanes call: warp shuffles). With R == 2 a warp holds both rows of a
+// RoPE pair (row0 is even).
+template <int MT, int R, typename T>
+__device__ __forceinline__ void store_rows(float (&acc)[R][MT], int m, const MatvecTarget& t, const RopeKv& kv,
+                                           int64_t row0, const SinkInputs (&pre)[R]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+    if (i < m) {  // uniform: m is a kernel argument
+      float v[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        v[r] = warp_sum(acc[r][i]) + (t.bias && row0 + r < t.n ? t.bias[row0 + r] : 0.0f);
+      if (threadIdx.x % 32 == 0) {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+          if (row0 + r < t.n) sink_row<T>(t, kv, i, row0 + r, v[r], v[r ^ (R - 1)], &pre[r]);
+      }
+    }
+  }
+}
+
+template <class P, int R>
+__device__ __forceinline__ void row_pointers(const uint8_t* w, int64_t n, int64_t nb, int64_t row0,
+                                             const uint8_t* (&wrow)[R]) {
+  // Rows past n (last warp only) re-read row n-1 and are never stored.
+#pragma unroll
+  for (int r = 0; r < R; ++r) wrow[r] = w + min(row0 + r, n - 1) * P::row_bytes(nb);
+}
 
 // y = W · x for the m <= MT activation rows that quantize_act_kernel wrote,
 // for each target over its range of CTAs. m == 1: P::kMinCtas CTAs per SM
@@ -183,10 +254,6 @@ void dispatch_fast(uint32_t type, F&& f) {
 int launch_fast_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, int64_t k,
                              const MatvecX& x, int64_t m, bool bf16, void* stream) {
   if (k % 256 != 0) return static_cast<int>(cudaErrorInvalidValue);  // m, count, n: checked by the caller
-  if (const int stages = matvec_ring_stages(); m == 1 && stages > 0) {  // the ring form, where its type has one
-    const int rc = launch_ring_matvec(type, targets, count, k / 256, x, bf16, stages, stream);
-    if (rc != static_cast<int>(cudaErrorNotSupported)) return rc;
-  }
   auto s = static_cast<cudaStream_t>(stream);
   const int mi = static_cast<int>(m);
   cudaError_t rc = cudaErrorInvalidValue;

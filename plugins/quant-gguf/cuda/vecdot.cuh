@@ -2,12 +2,8 @@
 // 256-element block and each lane reads its share as whole 16-byte loads;
 // kMinCtas is the batch-1 kernel's occupancy bound, kWideCtas its wide
 // form's (two steps of weights in flight; 0: no wide form). For every type:
-//   load_w(row, nb, blk, part, W&[, pieces])  weights of lane `part` of
-//                                   block blk of a row of nb blocks (loads
-//                                   only; with kRingPieces > 0, each of its
-//                                   kRingPieces 16-byte pieces through
-//                                   `pieces`, which the ring form,
-//                                   matvec_ring.cu, replaces)
+//   load_w(row, nb, blk, part, W&)  weights of lane `part` of block blk of a
+//                                   row of nb blocks (loads only)
 //   unpack(W, part, C&)             int8 codes four per int and the float
 //                                   factors of the lane's 64 elements
 //   load_x(xq, xd, xs, blk, part, X&)  the matching activation codes, their
@@ -31,12 +27,6 @@ __device__ __forceinline__ int dot16(const int* q, const int4& x, int acc) {
   acc = __dp4a(q[2], x.z, acc);
   return __dp4a(q[3], x.w, acc);
 }
-
-// Where load_w's 16-byte weight pieces come from: global memory, one
-// streaming load each (the ring form, matvec_ring.cu, passes its own).
-struct GlobalPieces {
-  __device__ int4 operator()(const uint8_t* p) const { return ld_weights(p); }
-};
 
 // 64 consecutive activation codes (elements 64*part .. +63 of block blk),
 // their 2 scales and 4 scaled half-sums.
@@ -90,13 +80,11 @@ struct VecQ4K {
   };
   using C = CodesK4;
   using X = X64;
-  static constexpr int kRingPieces = 3;  // load_w's 16-byte pieces (matvec_ring.cu)
-  template <class L = GlobalPieces>
-  __device__ static void load_w(const uint8_t* row, int64_t, int64_t blk, int part, W& w, L&& l = {}) {
+  __device__ static void load_w(const uint8_t* row, int64_t, int64_t blk, int part, W& w) {
     const uint8_t* b = row + 144 * blk;
-    w.head = l(b);
-    w.q0 = l(b + 16 + 32 * part);
-    w.q1 = l(b + 32 + 32 * part);
+    w.head = ld_weights(b);
+    w.q0 = ld_weights(b + 16 + 32 * part);
+    w.q1 = ld_weights(b + 32 + 32 * part);
   }
   __device__ static void unpack(const W& w, int part, C& c) {
 #pragma unroll
@@ -129,15 +117,13 @@ struct VecQ5K {
   };
   using C = CodesK4;
   using X = X64;
-  static constexpr int kRingPieces = 5;
-  template <class L = GlobalPieces>
-  __device__ static void load_w(const uint8_t* row, int64_t, int64_t blk, int part, W& w, L&& l = {}) {
+  __device__ static void load_w(const uint8_t* row, int64_t, int64_t blk, int part, W& w) {
     const uint8_t* b = row + 176 * blk;
-    w.head = l(b);
-    w.h0 = l(b + 16);
-    w.h1 = l(b + 32);
-    w.q0 = l(b + 48 + 32 * part);
-    w.q1 = l(b + 64 + 32 * part);
+    w.head = ld_weights(b);
+    w.h0 = ld_weights(b + 16);
+    w.h1 = ld_weights(b + 32);
+    w.q0 = ld_weights(b + 48 + 32 * part);
+    w.q1 = ld_weights(b + 64 + 32 * part);
   }
   __device__ static void unpack(const W& w, int part, C& c) {
     const int ja = 2 * part, jb = 2 * part + 1;
@@ -174,7 +160,6 @@ struct VecQ6K {
   static constexpr int kLanes = 4;
   static constexpr int kMinCtas = 5;  // <= 102 registers; a cap of 72 measured 10% slower
   static constexpr int kWideCtas = 4;  // <= 128 registers (121 used)
-  static constexpr int kRingPieces = 0;  // 8- and 2-byte pieces: no ring form
   __host__ __device__ static constexpr int64_t row_bytes(int64_t nb) {
     return (210 * nb + 15) / 16 * 16;
   }

@@ -12,17 +12,8 @@
 
 namespace aph::model {
 
-// The input of a projection group that follows a residual add:
-// x = RMSNorm(residual + delta) * weight, with residual + delta stored in
-// residual_out (another buffer: readers of residual may still be running).
-// delta == nullptr: x = RMSNorm(residual) * weight, residual_out unused.
-struct NormedInput {
-  const Tensor* residual = nullptr;
-  const Tensor* delta = nullptr;
-  const Tensor* weight = nullptr;
-  float eps = 0.0f;
-  Tensor* residual_out = nullptr;
-};
+// The input of a projection group that follows a residual add (ops.hpp).
+using NormedInput = ops::NormedInput;
 
 class Linear {
  public:
@@ -53,6 +44,10 @@ class DenseLinear : public Linear {
   // (ops::linear_silu_mul; scratch holds the [M, out_features] projections
   // where the device does not fold the product into the matmul).
   void forward_silu_mul_rows(const ops::Exec& exec, const Tensor& x, Tensor& scratch, Tensor& y) const;
+  // forward (gated: forward_silu_mul_rows) of in's normed input in one step
+  // where the device has one (ops::rms_norm_linear); false, nothing done,
+  // otherwise.
+  bool forward_normed(const ops::Exec& exec, const NormedInput& in, Tensor& y, bool gated) const;
   uint64_t device_bytes() const override;
   const Tensor& weight() const { return weight_; }
 
@@ -136,6 +131,8 @@ class ProjectionGroup {
   std::vector<std::unique_ptr<Linear>> parts_;
   // normed = RMSNorm(residual (+ delta)) * weight, the sum into residual_out.
   static void normalize(const ops::Exec& exec, const NormedInput& in, Tensor& normed);
+  // The parts' rows of the fused output y, recorded in an Outputs.
+  Outputs fused_outputs(const Tensor& y) const;
   // The first m rows of each part's buffer, recorded in out too.
   std::vector<Tensor> part_outputs(int64_t m, Outputs& out) const;
   std::vector<aph_quant_linear*> shared_;  // parts_ as one plugin call (PluginLinear::shared_handles)

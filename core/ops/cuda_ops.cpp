@@ -160,6 +160,29 @@ bool gemv_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Ten
   return true;
 }
 
+// APH_GEMV_NORM=1 forms a batch-1 dense projection's normed input inside the
+// GEMV (docs/CONFIG.md).
+bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
+                     bool gated) {
+  static const bool enabled = env_flag("APH_GEMV_NORM", false);
+  const int64_t k = w.dim(1), m = in.residual->numel() / k;
+  if (!enabled || m != 1 || m > gemv_max_rows() || in.residual->dtype() != w.dtype()) return false;
+  kernels::GemvNorm norm;
+  norm.residual = in.residual->data();
+  norm.weight = in.weight->as<float>();
+  norm.eps = in.eps;
+  if (in.delta) {
+    norm.delta = in.delta->data();
+    norm.residual_out = in.residual_out->data();
+  }
+  const int64_t n = gated ? w.dim(0) / 2 : w.dim(0);
+  const int st = kernels::gemv_rms_norm(norm, w.data(), bias ? bias->as<float>() : nullptr, y.data(), m, n, k,
+                                        w.dtype(), y.dtype(), exec.stream, gated);
+  if (st == kernels::kGemvNotTaken) return false;
+  check(st, "rms_norm_linear");
+  return true;
+}
+
 }  // namespace aph::ops::cuda
 
 #endif  // APH_HAVE_CUDA

@@ -31,6 +31,48 @@ constexpr int kMaxSplit = 8;  // a CTA's warps all on one row
 template <typename T>
 constexpr int kPer = 16 / sizeof(T);  // elements in a 16-byte vector
 
+// h = residual (+ delta, rounded to T as the stream stores it) and the norm
+// weights g of x's 16-byte vector v (GemvNorm: every pointer 16-byte aligned).
+template <typename T>
+__device__ __forceinline__ void normed_inputs(const GemvNorm& norm, int v, float (&h)[kPer<T>], float (&g)[kPer<T>]) {
+  const uint4 rv = __ldg(static_cast<const uint4*>(norm.residual) + v);
+  const T* re = reinterpret_cast<const T*>(&rv);
+#pragma unroll
+  for (int e = 0; e < kPer<T>; ++e) h[e] = to_f(re[e]);
+  if (norm.delta != nullptr) {
+    const uint4 dv = __ldg(static_cast<const uint4*>(norm.delta) + v);
+    const T* de = reinterpret_cast<const T*>(&dv);
+#pragma unroll
+    for (int e = 0; e < kPer<T>; ++e) h[e] = to_f(from_f<T>(h[e] + to_f(de[e])));
+  }
+  const float4* gv = reinterpret_cast<const float4*>(norm.weight) + v * (kPer<T> / 4);
+#pragma unroll
+  for (int q = 0; q < kPer<T> / 4; ++q) {
+    const float4 t = __ldg(gv + q);
+    g[4 * q] = t.x;
+    g[4 * q + 1] = t.y;
+    g[4 * q + 2] = t.z;
+    g[4 * q + 3] = t.w;
+  }
+}
+
+// residual_out = residual + delta by one CTA's threads, rounded as
+// normed_inputs rounds it (add_rms_norm's values).
+template <typename T>
+__device__ void store_residual(const GemvNorm& norm, int vecs) {
+  for (int v = threadIdx.x; v < vecs; v += blockDim.x) {
+    const uint4 rv = __ldg(static_cast<const uint4*>(norm.residual) + v);
+    const uint4 dv = __ldg(static_cast<const uint4*>(norm.delta) + v);
+    const T* re = reinterpret_cast<const T*>(&rv);
+    const T* de = reinterpret_cast<const T*>(&dv);
+    uint4 out;
+    T* oe = reinterpret_cast<T*>(&out);
+#pragma unroll
+    for (int e = 0; e < kPer<T>; ++e) oe[e] = from_f<T>(to_f(re[e]) + to_f(de[e]));
+    static_cast<uint4*>(norm.residual_out)[v] = out;
+  }
+}
+
 // Warps of one CTA take kWarps / split rows; the split warps of a row take
 // consecutive slices of it and add their sums through shared memory.
 // kRows (1, 2, 4 or 8) bounds the rows of x, so m = 1 carries one
@@ -43,11 +85,20 @@ constexpr int kPer = 16 / sizeof(T);  // elements in a 16-byte vector
 // separate silu_mul kernel, a dependent launch a layer, does not run. Each
 // projection is rounded to Ty first, as the GEMV stores it for silu_mul, so
 // the result is the same bit for bit as the two kernels'.
-template <typename T, typename Ty, int kRows, bool kGated = false>
+//
+// kNorm (kRows 1): x is RMSNorm(residual (+ delta)) * weight (GemvNorm), not
+// read from memory. A row's split warps cover all of k, so the sum of
+// squares comes out of the same loop and the same reduction as the dot
+// product: each lane takes (residual + delta) * weight into its products
+// and h^2 into a second sum, and the row's sum is scaled by 1 / rms at the
+// end. The norm kernel before the GEMV, and its hand-over, go.
+template <typename T, typename Ty, int kRows, bool kGated = false, bool kNorm = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                           const float* __restrict__ bias, Ty* __restrict__ y, int m,
-                                                          int64_t n, int64_t k, int split) {
+                                                          int64_t n, int64_t k, int split, GemvNorm norm) {
+  static_assert(!kNorm || kRows == 1, "the normed GEMV takes one row of x");
   __shared__ float partial[kWarps][kRows];
+  __shared__ float partial_ss[kNorm ? kWarps : 1];
   cuda_pdl::allow_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int slots = kWarps / split, slot = warp / split;
@@ -78,19 +129,30 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+  float ss = 0.0f;  // kNorm: this lane's sum of h^2
   while (v0 < end) {
 #pragma unroll
     for (int u = 0; u < kGemvDepth; ++u) {
       const int v = v0 + u * 32;
       if (v < end) {
         const T* we = reinterpret_cast<const T*>(&wv[u]);
+        if constexpr (kNorm) {
+          float h[kPer<T>], g[kPer<T>];
+          normed_inputs<T>(norm, v, h, g);
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          if (r < m) {
-            const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x) + r * vecs + v);
-            const T* xe = reinterpret_cast<const T*>(&xv);
+          for (int e = 0; e < kPer<T>; ++e) {
+            ss = fmaf(h[e], h[e], ss);
+            acc[0] = fmaf(to_f(we[e]), h[e] * g[e], acc[0]);
+          }
+        } else {
 #pragma unroll
-            for (int e = 0; e < kPer<T>; ++e) acc[r] = fmaf(to_f(we[e]), to_f(xe[e]), acc[r]);
+          for (int r = 0; r < kRows; ++r) {
+            if (r < m) {
+              const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x) + r * vecs + v);
+              const T* xe = reinterpret_cast<const T*>(&xv);
+#pragma unroll
+              for (int e = 0; e < kPer<T>; ++e) acc[r] = fmaf(to_f(we[e]), to_f(xe[e]), acc[r]);
+            }
           }
         }
       }
@@ -98,6 +160,19 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
     v0 += 32 * kGemvDepth;
     if (v0 < end) load(v0);
   }
+  if constexpr (kNorm) {
+    // The stream's new value, once (CTA 0), off the other CTAs' path.
+    if (blockIdx.x == 0 && norm.residual_out != nullptr) store_residual<T>(norm, vecs);
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (lane == 0) partial_ss[warp] = ss;
+  }
+  // 1 / rms of the row of x whose slice warp `first` began (kNorm; the
+  // split warps' sums of squares are in partial_ss after a barrier).
+  auto inv_rms = [&](int first) {
+    float t = 0.0f;
+    for (int p = 0; p < split; ++p) t += partial_ss[first + p];
+    return rsqrtf(t / static_cast<float>(k) + norm.eps);
+  };
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
@@ -119,6 +194,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
         g += partial[threadIdx.x * split + p][r];
         u += partial[(threadIdx.x + half) * split + p][r];
       }
+      if constexpr (kNorm) {
+        const float inv = inv_rms(threadIdx.x * split);
+        g *= inv;
+        u *= inv;
+      }
       y[r * n + i] = silu_times(from_f<Ty>(g + (bias ? bias[i] : 0.0f)), from_f<Ty>(u + (bias ? bias[i + n] : 0.0f)));
     }
     return;
@@ -137,6 +217,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
     }
   }
   if (lane != 0 || !has_row) return;
+  if constexpr (kNorm) acc[0] *= inv_rms(warp);
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     if (r < m) y[r * n + row] = from_f<Ty>(acc[r] + (bias ? bias[row] : 0.0f));
@@ -193,18 +274,22 @@ int choose_split(int64_t vecs) {
   return split;
 }
 
-// The vector kernel of kRows >= m rows of x, one form or the other.
-template <typename T, typename Ty, bool kGated>
+// The vector kernel of kRows >= m rows of x, one form or the other (kNorm:
+// m is 1 and x comes from norm).
+template <typename T, typename Ty, bool kGated, bool kNorm = false>
 void launch_vector(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k, int split,
-                   cudaStream_t s) {
+                   cudaStream_t s, const GemvNorm& norm = GemvNorm{}) {
   const int slots = kWarps / split;
   const int outputs_per_cta = kGated ? slots / 2 : slots;
   const unsigned blocks = static_cast<unsigned>((n + outputs_per_cta - 1) / outputs_per_cta);
   // A launch error shows in cudaGetLastError, which dispatch returns.
   auto go = [&](auto kernel) {
-    (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, x, w, bias, y, m, n, k, split);
+    (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, x, w, bias, y, m, n, k, split,
+                                     norm);
   };
-  if (m == 1) {
+  if constexpr (kNorm) {
+    go(gemv_kernel<T, Ty, 1, kGated, true>);
+  } else if (m == 1) {
     go(gemv_kernel<T, Ty, 1, kGated>);
   } else if (m == 2) {
     go(gemv_kernel<T, Ty, 2, kGated>);
@@ -264,6 +349,42 @@ int gemv_silu_mul(const void* x, const void* w, const float* bias, void* y, int6
       const int sp = split ? split : std::min(choose_split(k / kPer<T>), kWarps / 2);
       launch_vector<T, Ty, true>(static_cast<const T*>(x), static_cast<const T*>(w), bias, static_cast<Ty*>(y),
                                  static_cast<int>(m), n, k, sp, s);
+    });
+  });
+  if (launched == 0 && !taken) return kGemvNotTaken;
+  return status ? status : launched;
+}
+
+int gemv_rms_norm(const GemvNorm& norm, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
+                  int dtype, int y_dtype, void* stream, bool gated, int split) {
+  if (m == 0 || n == 0) return 0;
+  const int max_split = gated ? kWarps / 2 : kMaxSplit;
+  if (m != 1 || norm.residual == nullptr || norm.weight == nullptr ||
+      (norm.delta != nullptr && norm.residual_out == nullptr) || (split != 0 && !valid_split(split)) ||
+      split > max_split) {
+    return kGemvNotTaken;
+  }
+  // Every CTA reads residual while CTA 0 writes residual_out.
+  if (norm.residual_out != nullptr && norm.residual_out == norm.residual) return kGemvNotTaken;
+  const bool aligned = aligned16(w) && aligned16(norm.residual) && aligned16(norm.delta) &&
+                       aligned16(norm.weight) && aligned16(norm.residual_out);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  int status = 0;
+  bool taken = false;
+  const int launched = dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    if (k % kPer<T> != 0 || !aligned) return;
+    taken = true;
+    status = dispatch(y_dtype, [&](auto ty) {
+      using Ty = decltype(ty);
+      const auto* wt = static_cast<const T*>(w);
+      auto* yt = static_cast<Ty*>(y);
+      const int sp = split ? split : std::min(choose_split(k / kPer<T>), max_split);
+      if (gated) {
+        launch_vector<T, Ty, true, true>(nullptr, wt, bias, yt, 1, n, k, sp, s, norm);
+      } else {
+        launch_vector<T, Ty, false, true>(nullptr, wt, bias, yt, 1, n, k, sp, s, norm);
+      }
     });
   });
   if (launched == 0 && !taken) return kGemvNotTaken;

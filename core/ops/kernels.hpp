@@ -68,6 +68,25 @@ int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, in
 constexpr int kGemvNotTaken = -1;
 int gemv_silu_mul(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
                   int dtype, int y_dtype, void* stream, int split = 0);
+// The GEMV with x = RMSNorm(residual (+ delta)) * weight formed in every CTA
+// from its inputs (gemv_rms_norm), so no norm kernel runs between the GEMV
+// and the kernel that wrote delta. residual_out (with delta only) receives
+// residual + delta rounded to the GEMV's dtype; it must not be residual.
+struct GemvNorm {
+  const void* residual = nullptr;  // [m, k], the weights' dtype
+  const void* delta = nullptr;     // [m, k] or null: x = RMSNorm(residual)
+  const float* weight = nullptr;   // [k]
+  float eps = 0.0f;
+  void* residual_out = nullptr;    // [m, k]; null when delta is
+};
+// y[m, n] = (RMSNorm(...) * weight) · w[n, :] + bias[n], or with gated the
+// gemv_silu_mul product of it. The dot products take residual (+ delta) *
+// weight and the sums are scaled by 1 / rms after, so x is never rounded
+// to the storage type: the values differ from add_rms_norm then gemv by the
+// rounding of x. m = 1 only; kGemvNotTaken where the batch, k or the
+// alignment (16 bytes for every pointer) has no such form.
+int gemv_rms_norm(const GemvNorm& norm, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
+                  int dtype, int y_dtype, void* stream, bool gated, int split = 0);
 int add_bias(void* y, const float* bias, int64_t m, int64_t n, int dtype, void* stream);
 
 }  // namespace aph::ops::kernels

@@ -135,6 +135,42 @@ void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bi
   APH_DISPATCH(linear, exec, x, w, bias, y);
 }
 
+bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
+                     bool gated) {
+  const char* op = "rms_norm_linear";
+  if (in.residual == nullptr || in.weight == nullptr || (in.delta != nullptr && in.residual_out == nullptr)) {
+    fail(op, "the input needs a residual, norm weights, and residual_out where it has a delta");
+  }
+  const Tensor& r = *in.residual;
+  same_device(op, exec, {&r, in.weight, &w, &y});
+  if (in.delta) same_device(op, exec, {in.delta, in.residual_out});
+  if (bias) same_device(op, exec, {bias});
+  check_act(op, exec, r);
+  if (w.rank() != 2 || (gated && w.dim(0) % 2 != 0)) {
+    fail(op, "weight " + w.describe() + (gated ? " must be [2N, K]: the gate rows, then the up rows" : " must be [N, K]"));
+  }
+  const int64_t k = w.dim(1), n = gated ? w.dim(0) / 2 : w.dim(0), m = r.numel() / std::max<int64_t>(k, 1);
+  if (r.dim(-1) != k || y.dim(-1) != n || y.numel() != m * n || in.weight->dtype() != APH_DTYPE_F32 ||
+      in.weight->numel() != k) {
+    fail(op, "RMSNorm(" + r.describe() + ") * " + in.weight->describe() + " · W " + w.describe() + " -> y " +
+                 y.describe());
+  }
+  if (in.delta && (in.delta->numel() != r.numel() || in.delta->dtype() != r.dtype() ||
+                   in.residual_out->numel() != r.numel() || in.residual_out->dtype() != r.dtype())) {
+    fail(op, "delta " + in.delta->describe() + " / residual_out " + in.residual_out->describe() + " for residual " +
+                 r.describe());
+  }
+  if (bias && (bias->dtype() != APH_DTYPE_F32 || bias->numel() != (gated ? 2 * n : n))) {
+    fail(op, "bias " + bias->describe());
+  }
+  if (exec.on_cpu()) return false;  // the reference takes the two steps
+#ifdef APH_HAVE_CUDA
+  return cuda::rms_norm_linear(exec, in, w, bias, y, gated);
+#else
+  no_cuda();
+#endif
+}
+
 void linear_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& scratch,
                      Tensor& y) {
   same_device("linear_silu_mul", exec, {&x, &w, &scratch, &y});

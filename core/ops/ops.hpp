@@ -36,6 +36,28 @@ void add_rms_norm(const Exec& exec, Tensor& residual, const Tensor& delta, const
 void add_rms_norm(const Exec& exec, const Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
                   Tensor& out, Tensor& residual_out);
 
+// The input of a projection that follows a residual add:
+// x = RMSNorm(residual + delta) * weight, with residual + delta stored in
+// residual_out (another buffer: readers of residual may still be running).
+// delta == nullptr: x = RMSNorm(residual) * weight, residual_out unused.
+struct NormedInput {
+  const Tensor* residual = nullptr;
+  const Tensor* delta = nullptr;
+  const Tensor* weight = nullptr;
+  float eps = 0.0f;
+  Tensor* residual_out = nullptr;
+};
+
+// y = x · Wᵀ (+ bias) with x = in's normed input, and in.residual_out written
+// as add_rms_norm writes it; gated: W [2N, K] holds the gate rows then the up
+// rows and y = silu(gate) * up (linear_silu_mul). In one launch on CUDA at
+// batch 1 where APH_GEMV_NORM=1 (kernels::gemv_rms_norm: x is formed inside
+// the GEMV and never rounded to the storage type); false, nothing done,
+// elsewhere: the caller runs the norm and then linear or linear_silu_mul, the
+// reference.
+bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
+                     bool gated);
+
 // Rotary embedding. interleaved: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF
 // llama row order); otherwise NEOX pairs (x[i], x[i + rotary_dim/2]) (HF).
 // inv_freq F32 [rotary_dim / 2] already holds the scaling (linear, yarn,

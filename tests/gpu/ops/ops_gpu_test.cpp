@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -281,6 +282,106 @@ TEST(OpsGpu, LinearSiluMulEqualsGemvThenSiluMul) {
       }
     }
   }
+}
+
+// The GEMV that forms RMSNorm(residual (+ delta)) * weight in its CTAs must
+// agree with the CPU's add_rms_norm then linear (or linear_silu_mul) within
+// the dtype's rounding at every split, store residual + delta exactly as
+// add_rms_norm does, leave residual alone, and decline (kGemvNotTaken) what
+// it has no form for. ops::rms_norm_linear takes it only with APH_GEMV_NORM=1
+// (the ops_gpu_test_gemv_norm variant).
+TEST(OpsGpu, RmsNormLinearEqualsNormThenLinear) {
+  Cuda cu;
+  auto ex = cu.exec();
+  std::mt19937 rng(19);
+  const char* env = std::getenv("APH_GEMV_NORM");
+  const bool op_on = env != nullptr && std::string(env) == "1";
+  namespace k_ = aph::ops::kernels;
+  for (aph_dtype dt : kDtypes) {
+    for (int64_t k : {4096, 14336, 136}) {
+      for (bool gated : {false, true}) {
+        for (bool with_delta : {true, false}) {
+          const int64_t n = 1003, rows = gated ? 2 * n : n;
+          Tensor r = round_to(random_f32({1, k}, rng), dt), d = round_to(random_f32({1, k}, rng, 0.5f), dt);
+          Tensor g = random_f32({k}, rng), w = round_to(random_f32({rows, k}, rng, 0.05f), dt);
+          Tensor b = random_f32({rows}, rng);
+          Tensor h = Tensor::empty({1, k}, APH_DTYPE_F32, APH_DEVICE_CPU), normed = Tensor::empty({1, k}, APH_DTYPE_F32,
+                                                                                                   APH_DEVICE_CPU);
+          if (with_delta) {
+            for (int64_t j = 0; j < k; ++j) h.as<float>()[j] = r.as<float>()[j] + d.as<float>()[j];
+            h = round_to(h, dt);  // the stream is stored in dt
+          } else {
+            h = r;
+          }
+          ops::rms_norm(ops::Exec{}, h, g, 1e-5f, normed);
+          Tensor ref = Tensor::empty({1, n}, APH_DTYPE_F32, APH_DEVICE_CPU);
+          if (gated) {
+            Tensor scratch = Tensor::empty({1, 2 * n}, APH_DTYPE_F32, APH_DEVICE_CPU);
+            ops::linear_silu_mul(ops::Exec{}, normed, w, &b, scratch, ref);
+          } else {
+            ops::linear(ops::Exec{}, normed, w, &b, ref);
+          }
+          Tensor rd = upload(r, dt, ex), dd = upload(d, dt, ex), gd = g.to(0), wd = upload(w, dt, ex), bd = b.to(0);
+          Tensor r_out = Tensor::empty({1, k}, dt, 0), y = Tensor::empty({1, n}, dt, 0);
+          k_::GemvNorm norm;
+          norm.residual = rd.data();
+          norm.delta = with_delta ? dd.data() : nullptr;
+          norm.weight = gd.as<float>();
+          norm.eps = 1e-5f;
+          norm.residual_out = with_delta ? r_out.data() : nullptr;
+          const std::string what = std::string("rms_norm_linear ") + aph::dtype_name(dt) + " k=" + std::to_string(k) +
+                                   (gated ? " gated" : "") + (with_delta ? " +delta" : "");
+          const int max_split = gated ? 4 : 8;
+          for (int split : {0, 1, 2, 4, 8}) {
+            if (split > max_split) {
+              EXPECT_EQ(k_::gemv_rms_norm(norm, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream, gated,
+                                          split),
+                        k_::kGemvNotTaken);
+              continue;
+            }
+            ASSERT_EQ(k_::gemv_rms_norm(norm, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream, gated,
+                                        split),
+                      0)
+                << what;
+            ops::synchronize(ex);
+            expect_close(download(y, ex), ref, dt, (what + " split " + std::to_string(split)).c_str());
+          }
+          expect_close(download(rd, ex), r, dt, (what + ": residual left as it was").c_str());
+          if (with_delta) {
+            Tensor got = download(r_out, ex);
+            for (int64_t j = 0; j < k; ++j) ASSERT_EQ(got.as<float>()[j], h.as<float>()[j]) << what << " residual_out " << j;
+          }
+          // The op: the same kernel with the flag, nothing done without it.
+          Tensor r_out2 = Tensor::empty({1, k}, dt, 0), y2 = Tensor::empty({1, n}, dt, 0);
+          ops::NormedInput in{&rd, with_delta ? &dd : nullptr, &gd, 1e-5f, &r_out2};
+          const bool took = ops::rms_norm_linear(ex, in, wd, &bd, y2, gated);
+          EXPECT_EQ(took, op_on && k % static_cast<int64_t>(16 / aph::dtype_size(dt)) == 0) << what;
+          if (took) expect_close(download(y2, ex), ref, dt, (what + " through ops").c_str());
+          // What the kernel has no form for.
+          EXPECT_EQ(k_::gemv_rms_norm(norm, wd.data(), bd.as<float>(), y.data(), 2, n, k, dt, dt, cu.stream, gated),
+                    k_::kGemvNotTaken)
+              << "two rows of x";
+          if (with_delta) {
+            k_::GemvNorm in_place = norm;
+            in_place.residual_out = rd.data();
+            EXPECT_EQ(k_::gemv_rms_norm(in_place, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream,
+                                        gated),
+                      k_::kGemvNotTaken)
+                << "residual_out over residual";
+          }
+        }
+      }
+    }
+  }
+  // k = 100 bf16 has no whole 16-byte vectors.
+  Tensor r = Tensor::zeros({1, 100}, APH_DTYPE_BF16, 0), g = Tensor::zeros({100}, APH_DTYPE_F32, 0);
+  Tensor w = Tensor::zeros({8, 100}, APH_DTYPE_BF16, 0), y = Tensor::zeros({1, 8}, APH_DTYPE_BF16, 0);
+  k_::GemvNorm norm;
+  norm.residual = r.data();
+  norm.weight = g.as<float>();
+  EXPECT_EQ(k_::gemv_rms_norm(norm, w.data(), nullptr, y.data(), 1, 8, 100, APH_DTYPE_BF16, APH_DTYPE_BF16, cu.stream,
+                              false),
+            k_::kGemvNotTaken);
 }
 
 TEST(OpsGpu, LogitsOp) {

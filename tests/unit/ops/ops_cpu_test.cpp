@@ -233,6 +233,30 @@ TEST(OpsCpu, LinearSiluMulRejectsOddWeightsShortScratchAndBias) {
   EXPECT_THROW(ops::linear_silu_mul(ops::Exec{}, x, w, &half_bias, scratch, y), aph::Error);
 }
 
+// The CPU has no one-step form (the caller takes add_rms_norm and linear, the
+// reference), but bad shapes are still named: the check runs on every device.
+TEST(OpsCpu, RmsNormLinearChecksItsInputsAndLeavesTheCpuToTwoSteps) {
+  auto z = [](std::vector<int64_t> s) { return Tensor::zeros(std::move(s), APH_DTYPE_F32, APH_DEVICE_CPU); };
+  Tensor r = z({1, 8}), d = z({1, 8}), r_out = z({1, 8}), g = z({8}), w = z({6, 8}), y = z({1, 6}), gy = z({1, 3});
+  ops::NormedInput in{&r, &d, &g, 1e-5f, &r_out};
+  EXPECT_FALSE(ops::rms_norm_linear(ops::Exec{}, in, w, nullptr, y, false));
+  EXPECT_FALSE(ops::rms_norm_linear(ops::Exec{}, in, w, nullptr, gy, true));
+  auto message = [&](const ops::NormedInput& bad, const Tensor& wt, Tensor& out, bool gated) {
+    try {
+      ops::rms_norm_linear(ops::Exec{}, bad, wt, nullptr, out, gated);
+    } catch (const aph::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Tensor short_g = z({7}), odd = z({5, 8});
+  ops::NormedInput no_out{&r, &d, &g, 1e-5f, nullptr}, bad_g{&r, &d, &short_g, 1e-5f, &r_out};
+  EXPECT_NE(message(no_out, w, y, false).find("residual_out"), std::string::npos);
+  EXPECT_NE(message(bad_g, w, y, false).find("rms_norm_linear"), std::string::npos);
+  EXPECT_NE(message(in, odd, gy, true).find("[2N, K]"), std::string::npos);
+  EXPECT_NE(message(in, w, gy, false).find("rms_norm_linear"), std::string::npos);  // y is [1, 3], W has 6 rows
+}
+
 TEST(OpsCpu, LogitsNormsOnlyTheRequestedRows) {
   std::mt19937 rng(7);
   const int t = 4, h = 16, v = 11;

@@ -273,8 +273,13 @@ bool ProjectionGroup::forward_rms_norm_silu_mul(const ops::Exec& exec, const Nor
 }
 
 bool ProjectionGroup::forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv,
-                                      Tensor& q_out) const {
-  if (shared_.size() != 3 || in.residual->dim(0) == 0) return false;
+                                      bool interleaved, Tensor& normed, Tensor& q_out) const {
+  if (in.residual->dim(0) == 0) return false;
+  if (fused_) {
+    if (sizes_.size() != 3 || sizes_[1] != sizes_[2] || q_out.numel() != sizes_[0] * in.residual->dim(0)) return false;
+    return ops::qkv_rope_kv(exec, in, normed, fused_->weight(), fused_->bias(), kv, interleaved, q_out);
+  }
+  if (shared_.size() != 3 || !interleaved) return false;
   return static_cast<const PluginLinear&>(*parts_[0]).forward_qkv_rope_kv(exec, shared_, in, kv, q_out);
 }
 

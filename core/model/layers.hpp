@@ -50,6 +50,7 @@ class DenseLinear : public Linear {
   bool forward_normed(const ops::Exec& exec, const NormedInput& in, Tensor& y, bool gated) const;
   uint64_t device_bytes() const override;
   const Tensor& weight() const { return weight_; }
+  const Tensor* bias() const { return bias_.defined() ? &bias_ : nullptr; }
 
  private:
   Tensor weight_, bias_;
@@ -119,10 +120,12 @@ class ProjectionGroup {
   // plugin linears or other than two equal parts.
   bool forward_rms_norm_silu_mul(const ops::Exec& exec, const NormedInput& in, Tensor& normed, Tensor& act) const;
   // A q/k/v group's forward_rms_norm with q rotated into q_out and k, v
-  // rotated and stored into the KV cache by its quant plugin
-  // (PluginLinear::forward_qkv_rope_kv); false, nothing done, when it cannot.
-  bool forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv,
-                       Tensor& q_out) const;
+  // rotated and stored into the KV cache: by its quant plugin
+  // (PluginLinear::forward_qkv_rope_kv, GGUF's adjacent-pair order only) or,
+  // dense, by the GEMV (ops::qkv_rope_kv, either order; normed is its
+  // scratch). False, nothing done, when neither can.
+  bool forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv, bool interleaved,
+                       Tensor& normed, Tensor& q_out) const;
   uint64_t device_bytes() const;
 
  private:

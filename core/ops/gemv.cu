@@ -14,10 +14,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 
 #include "core/common/cuda_pdl.cuh"
 #include "core/common/env_flag.hpp"
 #include "core/ops/cuda_math.cuh"
+#include "core/ops/gemv_rope_kv.cuh"
 #include "core/ops/kernels.hpp"
 
 namespace aph::ops::kernels {
@@ -92,11 +94,19 @@ __device__ void store_residual(const GemvNorm& norm, int vecs) {
 // product: each lane takes (residual + delta) * weight into its products
 // and h^2 into a second sum, and the row's sum is scaled by 1 / rms at the
 // end. The norm kernel before the GEMV, and its hand-over, go.
-template <typename T, typename Ty, int kRows, bool kGated = false, bool kNorm = false>
+//
+// kRopeKv (kRows 1, ungated, Ty = T): the rows go to rk's sinks
+// (gemv_rope_kv.cuh), not y. Row slots take outputs in pair order, so a
+// CTA's adjacent slots hold a rotary pair (split <= 4 leaves at least two
+// slots); the slots' sums meet in shared memory and one thread a slot
+// rotates and stores its row.
+template <typename T, typename Ty, int kRows, bool kGated = false, bool kNorm = false, bool kRopeKv = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                           const float* __restrict__ bias, Ty* __restrict__ y, int m,
-                                                          int64_t n, int64_t k, int split, GemvNorm norm) {
+                                                          int64_t n, int64_t k, int split, GemvNorm norm,
+                                                          GemvRopeKv rk) {
   static_assert(!kNorm || kRows == 1, "the normed GEMV takes one row of x");
+  static_assert(!kRopeKv || (kRows == 1 && !kGated), "the q/k/v sinks take one row of x, ungated");
   __shared__ float partial[kWarps][kRows];
   __shared__ float partial_ss[kNorm ? kWarps : 1];
   cuda_pdl::allow_dependents();
@@ -105,7 +115,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
   // Gated: output `out` of this CTA's slots / 2; slot >= slots / 2 is its up row.
   const int64_t out = kGated ? static_cast<int64_t>(blockIdx.x) * (slots / 2) + slot % (slots / 2)
                              : static_cast<int64_t>(blockIdx.x) * slots + slot;
-  const int64_t row = kGated && slot >= slots / 2 ? out + n : out;
+  const int64_t row = kRopeKv ? rope_kv_row(rk, out) : kGated && slot >= slots / 2 ? out + n : out;
   const int part = warp % split;
   const bool has_row = out < n;
   // Vector indices within a row fit 32 bits; 64-bit ones cost registers the
@@ -125,6 +135,12 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
   };
   int v0 = begin + lane;
   load(v0);
+  RopeKvInputs sink_in;
+  if constexpr (kRopeKv) {
+    if (threadIdx.x < slots && static_cast<int64_t>(blockIdx.x) * slots + threadIdx.x < n) {
+      sink_in = rope_kv_inputs(rk, static_cast<int64_t>(blockIdx.x) * slots + threadIdx.x);
+    }
+  }
   cuda_pdl::wait_for_producer();  // x comes from the kernel before
   float acc[kRows];
 #pragma unroll
@@ -203,6 +219,22 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
     }
     return;
   }
+  if constexpr (kRopeKv) {
+    if (lane == 0) partial[warp][0] = acc[0];
+    __syncthreads();
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * slots + threadIdx.x;
+    if (threadIdx.x >= slots || o >= n) return;
+    // Slot sl's row as y would hold it (o ^ 1 < n: q and k rows come in whole heads).
+    auto value = [&](int sl) {
+      float t = 0.0f;
+      for (int p = 0; p < split; ++p) t += partial[sl * split + p][0];
+      if constexpr (kNorm) t *= inv_rms(sl * split);
+      const int64_t r = rope_kv_row(rk, static_cast<int64_t>(blockIdx.x) * slots + sl);
+      return to_f(from_f<T>(t + (bias ? bias[r] : 0.0f)));
+    };
+    store_rope_kv<T>(rk, sink_in, o, rope_kv_row(rk, o), value(threadIdx.x), value(threadIdx.x ^ 1));
+    return;
+  }
   if (split > 1) {
     if (lane == 0)
 #pragma unroll
@@ -276,19 +308,19 @@ int choose_split(int64_t vecs) {
 
 // The vector kernel of kRows >= m rows of x, one form or the other (kNorm:
 // m is 1 and x comes from norm).
-template <typename T, typename Ty, bool kGated, bool kNorm = false>
+template <typename T, typename Ty, bool kGated, bool kNorm = false, bool kRopeKv = false>
 void launch_vector(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k, int split,
-                   cudaStream_t s, const GemvNorm& norm = GemvNorm{}) {
+                   cudaStream_t s, const GemvNorm& norm = GemvNorm{}, const GemvRopeKv& rk = GemvRopeKv{}) {
   const int slots = kWarps / split;
   const int outputs_per_cta = kGated ? slots / 2 : slots;
   const unsigned blocks = static_cast<unsigned>((n + outputs_per_cta - 1) / outputs_per_cta);
   // A launch error shows in cudaGetLastError, which dispatch returns.
   auto go = [&](auto kernel) {
     (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, x, w, bias, y, m, n, k, split,
-                                     norm);
+                                     norm, rk);
   };
-  if constexpr (kNorm) {
-    go(gemv_kernel<T, Ty, 1, kGated, true>);
+  if constexpr (kNorm || kRopeKv) {
+    go(gemv_kernel<T, Ty, 1, kGated, kNorm, kRopeKv>);
   } else if (m == 1) {
     go(gemv_kernel<T, Ty, 1, kGated>);
   } else if (m == 2) {
@@ -389,6 +421,48 @@ int gemv_rms_norm(const GemvNorm& norm, const void* w, const float* bias, void* 
   });
   if (launched == 0 && !taken) return kGemvNotTaken;
   return status ? status : launched;
+}
+
+int gemv_rope_kv(const void* x, const GemvNorm* norm, const void* w, const float* bias, const GemvRopeKv& rk,
+                 int64_t n, int64_t k, int dtype, void* stream, int split, bool check_only) {
+  if (n == 0) return 0;
+  const bool kv_ok = rk.kv_dtype == APH_DTYPE_F16 || rk.kv_dtype == APH_DTYPE_BF16 ||
+                     rk.kv_dtype == APH_DTYPE_F8_E4M3 || rk.kv_dtype == APH_DTYPE_F8_E5M2;
+  // Two row slots a CTA at least (split <= 4) for a pair's two rows.
+  if (!kv_ok || rk.head_dim <= 0 || rk.head_dim % 2 != 0 || rk.q_rows % rk.head_dim != 0 ||
+      rk.k_rows % rk.head_dim != 0 || n != rk.q_rows + 2 * rk.k_rows || (split != 0 && !valid_split(split)) ||
+      split > kWarps / 2 || (norm == nullptr && x == nullptr)) {
+    return kGemvNotTaken;
+  }
+  if (norm != nullptr && (norm->residual == nullptr || norm->weight == nullptr ||
+                          (norm->delta != nullptr && norm->residual_out == nullptr) ||
+                          (norm->residual_out != nullptr && norm->residual_out == norm->residual))) {
+    return kGemvNotTaken;
+  }
+  const bool aligned = aligned16(w) && aligned16(x) &&
+                       (norm == nullptr || (aligned16(norm->residual) && aligned16(norm->delta) &&
+                                            aligned16(norm->weight) && aligned16(norm->residual_out)));
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  bool taken = false;
+  const int launched = dispatch(dtype, [&](auto t) {
+    using T = decltype(t);
+    // The cache conversions (kv_types.cuh) take f16 and bf16 activations.
+    if constexpr (!std::is_same_v<T, float>) {
+      if (k % kPer<T> != 0 || !aligned) return;
+      taken = true;
+      if (check_only) return;
+      const auto* xt = static_cast<const T*>(x);
+      const auto* wt = static_cast<const T*>(w);
+      const int sp = split ? split : std::min(choose_split(k / kPer<T>), kWarps / 2);
+      if (norm != nullptr) {
+        launch_vector<T, T, false, true, true>(xt, wt, bias, nullptr, 1, n, k, sp, s, *norm, rk);
+      } else {
+        launch_vector<T, T, false, false, true>(xt, wt, bias, nullptr, 1, n, k, sp, s, GemvNorm{}, rk);
+      }
+    }
+  });
+  if (launched == 0 && !taken) return kGemvNotTaken;
+  return check_only ? 0 : launched;
 }
 
 }  // namespace aph::ops::kernels

@@ -87,6 +87,34 @@ struct GemvNorm {
 // alignment (16 bytes for every pointer) has no such form.
 int gemv_rms_norm(const GemvNorm& norm, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
                   int dtype, int y_dtype, void* stream, bool gated, int split = 0);
+// Where a batch-1 q/k/v GEMV (w: the q rows, then k, then v) puts its rows
+// instead of y: q rotated by RoPE into q_out [q_rows], k rotated and v as
+// they are into the paged cache at the token's slot ([total_slots, k_rows]
+// of kv_dtype), as the KV write with RoPE stores them. The rotary pairs are
+// adjacent rows (interleaved, GGUF order) or rows i and i + head_dim / 2 of
+// a head (HF order): a CTA's row slots take the two rows of a pair.
+struct GemvRopeKv {
+  int64_t q_rows = 0, k_rows = 0;  // v has k_rows rows too
+  int32_t head_dim = 0;            // the whole head rotates (rotary_dim)
+  bool interleaved = false;
+  const int32_t* positions = nullptr;     // [1]
+  const float* inv_freq = nullptr;        // [head_dim / 2], scaling applied
+  float mscale = 1.0f;
+  const int64_t* slot_mapping = nullptr;  // [1]; outside [0, total_slots): not stored
+  int64_t total_slots = 0;
+  void* q_out = nullptr;  // [q_rows], the weights' dtype
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  int32_t kv_dtype = 0;  // F16, BF16, F8_E4M3, F8_E5M2
+  float k_scale = 1.0f, v_scale = 1.0f;
+};
+// The GEMV of x (or, with norm, of its RMSNorm input as gemv_rms_norm forms
+// it) into rk's sinks; m = 1. kGemvNotTaken where it has no form (k or the
+// alignment, a head_dim that is odd, rows that are not q + 2 k, or a kv_dtype
+// it does not store).
+// check_only: 0 where it would launch, nothing launched.
+int gemv_rope_kv(const void* x, const GemvNorm* norm, const void* w, const float* bias, const GemvRopeKv& rk,
+                 int64_t n, int64_t k, int dtype, void* stream, int split = 0, bool check_only = false);
 int add_bias(void* y, const float* bias, int64_t m, int64_t n, int dtype, void* stream);
 
 }  // namespace aph::ops::kernels

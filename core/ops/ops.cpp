@@ -171,6 +171,26 @@ bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, c
 #endif
 }
 
+bool qkv_rope_kv(const Exec& exec, const NormedInput& in, Tensor& normed, const Tensor& w, const Tensor* bias,
+                 const aph_rope_kv_store& kv, bool interleaved, Tensor& q_out) {
+  if (exec.on_cpu()) return false;  // the reference takes the projection and the KV write
+  const char* op = "qkv_rope_kv";
+  if (in.residual == nullptr || in.weight == nullptr || (in.delta != nullptr && in.residual_out == nullptr)) {
+    fail(op, "the input needs a residual, norm weights, and residual_out where it has a delta");
+  }
+  same_device(op, exec, {in.residual, in.weight, &normed, &w, &q_out});
+  if (bias) same_device(op, exec, {bias});
+  if (w.rank() != 2 || q_out.dtype() != in.residual->dtype() || normed.numel() < in.residual->numel() ||
+      kv.head_dim <= 0 || q_out.numel() % kv.head_dim != 0 || (w.dim(0) - q_out.numel()) % 2 != 0) {
+    fail(op, "W " + w.describe() + " -> q " + q_out.describe() + " with head_dim " + std::to_string(kv.head_dim));
+  }
+#ifdef APH_HAVE_CUDA
+  return cuda::qkv_rope_kv(exec, in, normed, w, bias, kv, interleaved, q_out);
+#else
+  no_cuda();
+#endif
+}
+
 void linear_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& scratch,
                      Tensor& y) {
   same_device("linear_silu_mul", exec, {&x, &w, &scratch, &y});

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "aphrodite/quant.h"
 #include "core/common/tensor.hpp"
 #include "core/ops/thread_pool.hpp"
 
@@ -57,6 +58,19 @@ struct NormedInput {
 // reference.
 bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
                      bool gated);
+
+// The q/k/v projection of in's normed input (W: the q rows, then k, then v;
+// q_out [1, q rows]) with its rows stored where the attention reads them: q
+// rotated by RoPE into q_out, k rotated and v into the paged cache at
+// kv.slot_mapping[0] (aphrodite/quant.h's aph_rope_kv_store, as a quant
+// plugin's linear_forward_qkv_rope_kv does). interleaved: the rotary pairs
+// are adjacent rows (GGUF order), else rows i and i + head_dim / 2 (HF).
+// One GEMV on CUDA at batch 1 with APH_GEMV_ROPE_KV=1 (the norm inside it
+// too with APH_GEMV_NORM=1, else add_rms_norm into `normed` first); false,
+// nothing done, elsewhere: the caller runs the projection and the attention's
+// own KV write.
+bool qkv_rope_kv(const Exec& exec, const NormedInput& in, Tensor& normed, const Tensor& w, const Tensor* bias,
+                 const aph_rope_kv_store& kv, bool interleaved, Tensor& q_out);
 
 // Rotary embedding. interleaved: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF
 // llama row order); otherwise NEOX pairs (x[i], x[i + rotary_dim/2]) (HF).

@@ -384,6 +384,121 @@ TEST(OpsGpu, RmsNormLinearEqualsNormThenLinear) {
             k_::kGemvNotTaken);
 }
 
+// The q/k/v GEMV that stores its own rows (kernels::gemv_rope_kv) must leave
+// what the projection, RoPE and the KV write leave: q rotated in q_out, k
+// rotated and v at the token's cache slot, nothing elsewhere; in HF and GGUF
+// pair order, with x given or formed from RMSNorm inside. ops::qkv_rope_kv
+// takes it only with APH_GEMV_ROPE_KV=1 (the ops_gpu_test_gemv_rope_kv
+// variant).
+TEST(OpsGpu, QkvRopeKvStoresWhatTheKvWriteWould) {
+  Cuda cu;
+  auto ex = cu.exec();
+  std::mt19937 rng(23);
+  const char* env = std::getenv("APH_GEMV_ROPE_KV");
+  const bool op_on = env != nullptr && std::string(env) == "1";
+  namespace k_ = aph::ops::kernels;
+  const int d = 128, heads = 4, kv_heads = 2, slots = 8, slot = 5, pos = 37;
+  const int64_t qn = heads * d, kn = kv_heads * d, n = qn + 2 * kn, k = 1024;
+  for (aph_dtype dt : {APH_DTYPE_F16, APH_DTYPE_BF16}) {
+    for (bool interleaved : {false, true}) {
+      for (bool inside : {false, true}) {  // the norm inside the GEMV, or x given
+        Tensor r = round_to(random_f32({1, k}, rng), dt), dl = round_to(random_f32({1, k}, rng, 0.5f), dt);
+        Tensor g = random_f32({k}, rng), w = round_to(random_f32({n, k}, rng, 0.05f), dt), b = random_f32({n}, rng);
+        Tensor h = Tensor::empty({1, k}, APH_DTYPE_F32, APH_DEVICE_CPU), x = Tensor::empty({1, k}, APH_DTYPE_F32,
+                                                                                            APH_DEVICE_CPU);
+        for (int64_t j = 0; j < k; ++j) h.as<float>()[j] = r.as<float>()[j] + dl.as<float>()[j];
+        h = round_to(h, dt);
+        ops::rms_norm(ops::Exec{}, h, g, 1e-5f, x);
+        x = round_to(x, dt);  // given x is stored in dt
+        Tensor y = Tensor::empty({1, n}, APH_DTYPE_F32, APH_DEVICE_CPU);
+        ops::linear(ops::Exec{}, x, w, &b, y);
+        y = round_to(y, dt);  // as the projection's output would hold it
+        Tensor inv = Tensor::empty({d / 2}, APH_DTYPE_F32, APH_DEVICE_CPU);
+        for (int i = 0; i < d / 2; ++i) inv.as<float>()[i] = std::pow(500000.0f, -2.0f * i / d);
+        Tensor q_ref = Tensor::empty({1, qn}, APH_DTYPE_F32, APH_DEVICE_CPU);
+        Tensor k_ref = Tensor::empty({1, kn}, APH_DTYPE_F32, APH_DEVICE_CPU);
+        Tensor v_ref = Tensor::empty({1, kn}, APH_DTYPE_F32, APH_DEVICE_CPU);
+        const float* yp = y.as<float>();
+        ops::rope_qkv(ops::Exec{}, ops::RopeParams{heads, kv_heads, d, d, interleaved, 1.0f},
+                      ops::QkvIn{yp, yp + qn, yp + qn + kn, n, n, n}, host_ids({pos}), inv, q_ref, k_ref, v_ref);
+
+        Tensor rd = upload(r, dt, ex), dd = upload(dl, dt, ex), xd = upload(x, dt, ex), gd = g.to(0);
+        Tensor wd = upload(w, dt, ex), bd = b.to(0), invd = inv.to(0), posd = host_ids({pos}).to(0);
+        Tensor slotd = Tensor::empty({1}, APH_DTYPE_I64, APH_DEVICE_CPU);
+        slotd.as<int64_t>()[0] = slot;
+        slotd = slotd.to(0);
+        Tensor r_out = Tensor::zeros({1, k}, dt, 0), q_out = Tensor::zeros({1, qn}, dt, 0);
+        Tensor k_cache = Tensor::zeros({slots, kn}, dt, 0), v_cache = Tensor::zeros({slots, kn}, dt, 0);
+        k_::GemvRopeKv rk;
+        rk.q_rows = qn;
+        rk.k_rows = kn;
+        rk.head_dim = d;
+        rk.interleaved = interleaved;
+        rk.positions = posd.as<int32_t>();
+        rk.inv_freq = invd.as<float>();
+        rk.slot_mapping = slotd.as<int64_t>();
+        rk.total_slots = slots;
+        rk.q_out = q_out.data();
+        rk.k_cache = k_cache.data();
+        rk.v_cache = v_cache.data();
+        rk.kv_dtype = dt;
+        k_::GemvNorm norm;
+        norm.residual = rd.data();
+        norm.delta = dd.data();
+        norm.weight = gd.as<float>();
+        norm.eps = 1e-5f;
+        norm.residual_out = r_out.data();
+        const std::string what = std::string("qkv_rope_kv ") + aph::dtype_name(dt) + (interleaved ? " gguf" : " hf") +
+                                 (inside ? " norm inside" : " x given");
+        for (int split : {0, 1, 2, 4}) {
+          ASSERT_EQ(k_::gemv_rope_kv(inside ? nullptr : xd.data(), inside ? &norm : nullptr, wd.data(), bd.as<float>(),
+                                     rk, n, k, dt, cu.stream, split),
+                    0)
+              << what;
+          ops::synchronize(ex);
+          const std::string at = what + " split " + std::to_string(split);
+          expect_close(download(q_out, ex), q_ref, dt, (at + ": q").c_str());
+          Tensor kc = download(k_cache, ex), vc = download(v_cache, ex);
+          expect_close(kc.rows(slot, slot + 1), k_ref, dt, (at + ": k at the slot").c_str());
+          expect_close(vc.rows(slot, slot + 1), v_ref, dt, (at + ": v at the slot").c_str());
+          for (int s = 0; s < slots; ++s) {
+            if (s == slot) continue;
+            for (int64_t j = 0; j < kn; ++j) {
+              ASSERT_EQ(kc.as<float>()[s * kn + j], 0.0f) << at << ": k stored at slot " << s;
+              ASSERT_EQ(vc.as<float>()[s * kn + j], 0.0f) << at << ": v stored at slot " << s;
+            }
+          }
+        }
+        EXPECT_EQ(k_::gemv_rope_kv(xd.data(), nullptr, wd.data(), bd.as<float>(), rk, n, k, dt, cu.stream, 8),
+                  k_::kGemvNotTaken)
+            << "a split of 8 leaves one row slot a CTA";
+        EXPECT_EQ(k_::gemv_rope_kv(xd.data(), nullptr, wd.data(), bd.as<float>(), rk, n - 2, k, dt, cu.stream),
+                  k_::kGemvNotTaken)
+            << "rows that are not q + 2 k";
+        // The op: the same kernel with the flag, nothing done without it.
+        ops::NormedInput in{&rd, &dd, &gd, 1e-5f, &r_out};
+        Tensor normed = Tensor::empty({1, k}, dt, 0);
+        aph_rope_kv_store kv{};
+        kv.size = sizeof(kv);
+        kv.positions = posd.as<int32_t>();
+        kv.inv_freq = invd.as<float>();
+        kv.head_dim = d;
+        kv.rotary_dim = d;
+        kv.mscale = 1.0f;
+        kv.slot_mapping = slotd.as<int64_t>();
+        kv.total_slots = slots;
+        kv.k_cache = k_cache.data();
+        kv.v_cache = v_cache.data();
+        kv.kv_dtype = dt;
+        kv.k_scale = kv.v_scale = 1.0f;
+        ASSERT_EQ(cudaMemset(q_out.data(), 0, q_out.nbytes()), cudaSuccess);
+        EXPECT_EQ(ops::qkv_rope_kv(ex, in, normed, wd, &bd, kv, interleaved, q_out), op_on) << what;
+        if (op_on) expect_close(download(q_out, ex), q_ref, dt, (what + " through ops").c_str());
+      }
+    }
+  }
+}
+
 TEST(OpsGpu, LogitsOp) {
   Cuda cu;
   auto ex = cu.exec();

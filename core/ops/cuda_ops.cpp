@@ -149,10 +149,16 @@ void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bi
 
 // APH_GATED_GEMV=0 runs a dense gate/up projection as the GEMV and silu_mul
 // again, to compare (docs/CONFIG.md).
-bool gemv_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+namespace {
+bool gated_gemv_enabled() {
   static const bool enabled = env_flag("APH_GATED_GEMV", true);
+  return enabled;
+}
+}  // namespace
+
+bool gemv_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
   const int64_t n = w.dim(0) / 2, k = w.dim(1), m = x.numel() / k;
-  if (!enabled || m > gemv_max_rows() || x.dtype() != w.dtype()) return false;
+  if (!gated_gemv_enabled() || m > gemv_max_rows() || x.dtype() != w.dtype()) return false;
   const int st = kernels::gemv_silu_mul(x.data(), w.data(), bias ? bias->as<float>() : nullptr, y.data(), m, n, k,
                                         w.dtype(), y.dtype(), exec.stream);
   if (st == kernels::kGemvNotTaken) return false;
@@ -184,7 +190,10 @@ kernels::GemvNorm gemv_norm(const NormedInput& in) {
 bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
                      bool gated) {
   const int64_t k = w.dim(1), m = in.residual->numel() / k;
-  if (!gemv_norm_enabled() || m != 1 || m > gemv_max_rows() || in.residual->dtype() != w.dtype()) return false;
+  if (!gemv_norm_enabled() || (gated && !gated_gemv_enabled()) || m != 1 || m > gemv_max_rows() ||
+      in.residual->dtype() != w.dtype()) {
+    return false;
+  }
   const kernels::GemvNorm norm = gemv_norm(in);
   const int64_t n = gated ? w.dim(0) / 2 : w.dim(0);
   const int st = kernels::gemv_rms_norm(norm, w.data(), bias ? bias->as<float>() : nullptr, y.data(), m, n, k,

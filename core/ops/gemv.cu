@@ -387,17 +387,24 @@ int gemv_silu_mul(const void* x, const void* w, const float* bias, void* y, int6
   return status ? status : launched;
 }
 
+namespace {
+// Whether a GemvNorm has the form the kernels take: residual_out exactly
+// when there is a delta (CTA 0 stores residual + delta there), and no
+// residual_out that another CTA is still reading as residual or delta.
+bool norm_takeable(const GemvNorm& norm) {
+  return norm.residual != nullptr && norm.weight != nullptr &&
+         (norm.delta == nullptr) == (norm.residual_out == nullptr) &&
+         (norm.residual_out == nullptr || (norm.residual_out != norm.residual && norm.residual_out != norm.delta));
+}
+}  // namespace
+
 int gemv_rms_norm(const GemvNorm& norm, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
                   int dtype, int y_dtype, void* stream, bool gated, int split) {
   if (m == 0 || n == 0) return 0;
   const int max_split = gated ? kWarps / 2 : kMaxSplit;
-  if (m != 1 || norm.residual == nullptr || norm.weight == nullptr ||
-      (norm.delta != nullptr && norm.residual_out == nullptr) || (split != 0 && !valid_split(split)) ||
-      split > max_split) {
+  if (m != 1 || !norm_takeable(norm) || (split != 0 && !valid_split(split)) || split > max_split) {
     return kGemvNotTaken;
   }
-  // Every CTA reads residual while CTA 0 writes residual_out.
-  if (norm.residual_out != nullptr && norm.residual_out == norm.residual) return kGemvNotTaken;
   const bool aligned = aligned16(w) && aligned16(norm.residual) && aligned16(norm.delta) &&
                        aligned16(norm.weight) && aligned16(norm.residual_out);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
@@ -434,11 +441,7 @@ int gemv_rope_kv(const void* x, const GemvNorm* norm, const void* w, const float
       split > kWarps / 2 || (norm == nullptr && x == nullptr)) {
     return kGemvNotTaken;
   }
-  if (norm != nullptr && (norm->residual == nullptr || norm->weight == nullptr ||
-                          (norm->delta != nullptr && norm->residual_out == nullptr) ||
-                          (norm->residual_out != nullptr && norm->residual_out == norm->residual))) {
-    return kGemvNotTaken;
-  }
+  if (norm != nullptr && !norm_takeable(*norm)) return kGemvNotTaken;
   const bool aligned = aligned16(w) && aligned16(x) &&
                        (norm == nullptr || (aligned16(norm->residual) && aligned16(norm->delta) &&
                                             aligned16(norm->weight) && aligned16(norm->residual_out)));

@@ -135,30 +135,44 @@ void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bi
   APH_DISPATCH(linear, exec, x, w, bias, y);
 }
 
-bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
-                     bool gated) {
-  const char* op = "rms_norm_linear";
+namespace {
+// What rms_norm_linear and qkv_rope_kv take as x: RMSNorm(residual + delta)
+// * weight over rows of k, with residual_out for the sum where there is a
+// delta (a buffer of its own: the kernels read residual and delta while
+// they write it; without a delta it is not used). Returns the rows.
+int64_t check_normed_input(const char* op, const Exec& exec, const NormedInput& in, int64_t k) {
   if (in.residual == nullptr || in.weight == nullptr || (in.delta != nullptr && in.residual_out == nullptr)) {
     fail(op, "the input needs a residual, norm weights, and residual_out where it has a delta");
   }
   const Tensor& r = *in.residual;
-  same_device(op, exec, {&r, in.weight, &w, &y});
+  same_device(op, exec, {&r, in.weight});
   if (in.delta) same_device(op, exec, {in.delta, in.residual_out});
-  if (bias) same_device(op, exec, {bias});
   check_act(op, exec, r);
+  if (k < 1 || r.dim(-1) != k || in.weight->dtype() != APH_DTYPE_F32 || in.weight->numel() != k) {
+    fail(op, "RMSNorm(" + r.describe() + ") * " + in.weight->describe() + " for rows of " + std::to_string(k));
+  }
+  if (in.delta && (in.delta->numel() != r.numel() || in.delta->dtype() != r.dtype() ||
+                   in.residual_out->numel() != r.numel() || in.residual_out->dtype() != r.dtype() ||
+                   in.residual_out->data() == r.data() || in.residual_out->data() == in.delta->data())) {
+    fail(op, "delta " + in.delta->describe() + " / residual_out " + in.residual_out->describe() + " for residual " +
+                 r.describe() + " (residual_out a buffer of its own)");
+  }
+  return r.numel() / k;
+}
+}  // namespace
+
+bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
+                     bool gated) {
+  const char* op = "rms_norm_linear";
   if (w.rank() != 2 || (gated && w.dim(0) % 2 != 0)) {
     fail(op, "weight " + w.describe() + (gated ? " must be [2N, K]: the gate rows, then the up rows" : " must be [N, K]"));
   }
-  const int64_t k = w.dim(1), n = gated ? w.dim(0) / 2 : w.dim(0), m = r.numel() / std::max<int64_t>(k, 1);
-  if (r.dim(-1) != k || y.dim(-1) != n || y.numel() != m * n || in.weight->dtype() != APH_DTYPE_F32 ||
-      in.weight->numel() != k) {
-    fail(op, "RMSNorm(" + r.describe() + ") * " + in.weight->describe() + " · W " + w.describe() + " -> y " +
-                 y.describe());
-  }
-  if (in.delta && (in.delta->numel() != r.numel() || in.delta->dtype() != r.dtype() ||
-                   in.residual_out->numel() != r.numel() || in.residual_out->dtype() != r.dtype())) {
-    fail(op, "delta " + in.delta->describe() + " / residual_out " + in.residual_out->describe() + " for residual " +
-                 r.describe());
+  const int64_t k = w.dim(1), n = gated ? w.dim(0) / 2 : w.dim(0);
+  const int64_t m = check_normed_input(op, exec, in, k);
+  same_device(op, exec, {&w, &y});
+  if (bias) same_device(op, exec, {bias});
+  if (y.dim(-1) != n || y.numel() != m * n) {
+    fail(op, "RMSNorm(" + in.residual->describe() + ") · W " + w.describe() + " -> y " + y.describe());
   }
   if (bias && (bias->dtype() != APH_DTYPE_F32 || bias->numel() != (gated ? 2 * n : n))) {
     fail(op, "bias " + bias->describe());
@@ -173,17 +187,25 @@ bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, c
 
 bool qkv_rope_kv(const Exec& exec, const NormedInput& in, Tensor& normed, const Tensor& w, const Tensor* bias,
                  const aph_rope_kv_store& kv, bool interleaved, Tensor& q_out) {
-  if (exec.on_cpu()) return false;  // the reference takes the projection and the KV write
   const char* op = "qkv_rope_kv";
-  if (in.residual == nullptr || in.weight == nullptr || (in.delta != nullptr && in.residual_out == nullptr)) {
-    fail(op, "the input needs a residual, norm weights, and residual_out where it has a delta");
-  }
-  same_device(op, exec, {in.residual, in.weight, &normed, &w, &q_out});
+  if (w.rank() != 2) fail(op, "weight " + w.describe() + " must be [N, K]: the q rows, then k, then v");
+  const int64_t m = check_normed_input(op, exec, in, w.dim(1));
+  same_device(op, exec, {&normed, &w, &q_out});
   if (bias) same_device(op, exec, {bias});
-  if (w.rank() != 2 || q_out.dtype() != in.residual->dtype() || normed.numel() < in.residual->numel() ||
-      kv.head_dim <= 0 || q_out.numel() % kv.head_dim != 0 || (w.dim(0) - q_out.numel()) % 2 != 0) {
-    fail(op, "W " + w.describe() + " -> q " + q_out.describe() + " with head_dim " + std::to_string(kv.head_dim));
+  const int64_t q_rows = m > 0 ? q_out.numel() / m : 0;
+  if (q_out.dtype() != in.residual->dtype() || normed.dtype() != in.residual->dtype() ||
+      normed.numel() < in.residual->numel() || kv.head_dim <= 0 || kv.head_dim % 2 != 0 ||
+      q_out.numel() != m * q_rows || q_rows % kv.head_dim != 0 || w.dim(0) <= q_rows ||
+      (w.dim(0) - q_rows) % 2 != 0) {
+    fail(op, "W " + w.describe() + " -> q " + q_out.describe() + " and normed " + normed.describe() +
+                 " with head_dim " + std::to_string(kv.head_dim));
   }
+  if (bias && (bias->dtype() != APH_DTYPE_F32 || bias->numel() != w.dim(0))) fail(op, "bias " + bias->describe());
+  if (kv.positions == nullptr || kv.inv_freq == nullptr || kv.slot_mapping == nullptr || kv.k_cache == nullptr ||
+      kv.v_cache == nullptr) {
+    fail(op, "the KV store needs positions, inv_freq, slot_mapping and both caches");
+  }
+  if (exec.on_cpu()) return false;  // the reference takes the projection and the KV write
 #ifdef APH_HAVE_CUDA
   return cuda::qkv_rope_kv(exec, in, normed, w, bias, kv, interleaved, q_out);
 #else

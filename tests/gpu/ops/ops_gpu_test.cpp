@@ -84,10 +84,27 @@ double tol(aph_dtype dt) { return dt == APH_DTYPE_F32 ? 1e-4 : dt == APH_DTYPE_F
 void expect_close(const Tensor& got, const Tensor& want, aph_dtype dt, const char* what) {
   ASSERT_EQ(got.numel(), want.numel());
   double scale = 1e-6, worst = 0;
+  int64_t not_finite = 0;  // std::max would skip a NaN: a value never stored (a NaN fill) must fail
   for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, double(std::fabs(want.as<float>()[i])));
-  for (int64_t i = 0; i < want.numel(); ++i)
-    worst = std::max(worst, double(std::fabs(got.as<float>()[i] - want.as<float>()[i])));
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const float g = got.as<float>()[i], w = want.as<float>()[i];
+    if (!std::isfinite(g) && std::isfinite(w)) {
+      ++not_finite;
+    } else {
+      worst = std::max(worst, double(std::fabs(g - w)));
+    }
+  }
+  EXPECT_EQ(not_finite, 0) << what << " in " << aph::dtype_name(dt) << ": values not finite where the reference is";
   EXPECT_LE(worst / scale, tol(dt)) << what << " in " << aph::dtype_name(dt);
+}
+
+// Every byte of t set to 0xFF: NaN in f32, f16 and bf16, so that an output a
+// kernel fails to store is seen, not an earlier launch's value.
+void fill_nan(Tensor& t) { ASSERT_EQ(cudaMemset(t.data(), 0xFF, t.nbytes()), cudaSuccess); }
+
+// residual_out as add_rms_norm stores it: exactly the stream h.
+void expect_residual_out(const Tensor& got, const Tensor& h, const std::string& what) {
+  for (int64_t j = 0; j < h.numel(); ++j) ASSERT_EQ(got.as<float>()[j], h.as<float>()[j]) << what << " residual_out " << j;
 }
 
 Tensor host_ids(const std::vector<int32_t>& v) {
@@ -339,24 +356,29 @@ TEST(OpsGpu, RmsNormLinearEqualsNormThenLinear) {
                         k_::kGemvNotTaken);
               continue;
             }
+            fill_nan(y);
+            fill_nan(r_out);
             ASSERT_EQ(k_::gemv_rms_norm(norm, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream, gated,
                                         split),
                       0)
                 << what;
             ops::synchronize(ex);
-            expect_close(download(y, ex), ref, dt, (what + " split " + std::to_string(split)).c_str());
+            const std::string at = what + " split " + std::to_string(split);
+            expect_close(download(y, ex), ref, dt, at.c_str());
+            if (with_delta) expect_residual_out(download(r_out, ex), h, at);
           }
           expect_close(download(rd, ex), r, dt, (what + ": residual left as it was").c_str());
-          if (with_delta) {
-            Tensor got = download(r_out, ex);
-            for (int64_t j = 0; j < k; ++j) ASSERT_EQ(got.as<float>()[j], h.as<float>()[j]) << what << " residual_out " << j;
-          }
           // The op: the same kernel with the flag, nothing done without it.
           Tensor r_out2 = Tensor::empty({1, k}, dt, 0), y2 = Tensor::empty({1, n}, dt, 0);
+          fill_nan(y2);
+          fill_nan(r_out2);
           ops::NormedInput in{&rd, with_delta ? &dd : nullptr, &gd, 1e-5f, &r_out2};
           const bool took = ops::rms_norm_linear(ex, in, wd, &bd, y2, gated);
           EXPECT_EQ(took, op_on && k % static_cast<int64_t>(16 / aph::dtype_size(dt)) == 0) << what;
-          if (took) expect_close(download(y2, ex), ref, dt, (what + " through ops").c_str());
+          if (took) {
+            expect_close(download(y2, ex), ref, dt, (what + " through ops").c_str());
+            if (with_delta) expect_residual_out(download(r_out2, ex), h, what + " through ops");
+          }
           // What the kernel has no form for.
           EXPECT_EQ(k_::gemv_rms_norm(norm, wd.data(), bd.as<float>(), y.data(), 2, n, k, dt, dt, cu.stream, gated),
                     k_::kGemvNotTaken)
@@ -368,6 +390,18 @@ TEST(OpsGpu, RmsNormLinearEqualsNormThenLinear) {
                                         gated),
                       k_::kGemvNotTaken)
                 << "residual_out over residual";
+            in_place.residual_out = dd.data();
+            EXPECT_EQ(k_::gemv_rms_norm(in_place, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream,
+                                        gated),
+                      k_::kGemvNotTaken)
+                << "residual_out over delta";
+          } else {
+            k_::GemvNorm stray = norm;
+            stray.residual_out = r_out.data();
+            EXPECT_EQ(k_::gemv_rms_norm(stray, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream,
+                                        gated),
+                      k_::kGemvNotTaken)
+                << "residual_out without a delta";
           }
         }
       }
@@ -450,13 +484,10 @@ TEST(OpsGpu, QkvRopeKvStoresWhatTheKvWriteWould) {
         norm.residual_out = r_out.data();
         const std::string what = std::string("qkv_rope_kv ") + aph::dtype_name(dt) + (interleaved ? " gguf" : " hf") +
                                  (inside ? " norm inside" : " x given");
-        for (int split : {0, 1, 2, 4}) {
-          ASSERT_EQ(k_::gemv_rope_kv(inside ? nullptr : xd.data(), inside ? &norm : nullptr, wd.data(), bd.as<float>(),
-                                     rk, n, k, dt, cu.stream, split),
-                    0)
-              << what;
+        // q rotated, k rotated and v at the slot, zeros elsewhere in the
+        // caches, and (norm formed inside) the stream in residual_out.
+        auto expect_stores = [&](const std::string& at, bool stores_residual) {
           ops::synchronize(ex);
-          const std::string at = what + " split " + std::to_string(split);
           expect_close(download(q_out, ex), q_ref, dt, (at + ": q").c_str());
           Tensor kc = download(k_cache, ex), vc = download(v_cache, ex);
           expect_close(kc.rows(slot, slot + 1), k_ref, dt, (at + ": k at the slot").c_str());
@@ -468,6 +499,18 @@ TEST(OpsGpu, QkvRopeKvStoresWhatTheKvWriteWould) {
               ASSERT_EQ(vc.as<float>()[s * kn + j], 0.0f) << at << ": v stored at slot " << s;
             }
           }
+          if (stores_residual) expect_residual_out(download(r_out, ex), h, at);
+        };
+        for (int split : {0, 1, 2, 4}) {
+          fill_nan(q_out);
+          fill_nan(r_out);
+          ASSERT_EQ(cudaMemset(k_cache.data(), 0, k_cache.nbytes()), cudaSuccess);
+          ASSERT_EQ(cudaMemset(v_cache.data(), 0, v_cache.nbytes()), cudaSuccess);
+          ASSERT_EQ(k_::gemv_rope_kv(inside ? nullptr : xd.data(), inside ? &norm : nullptr, wd.data(), bd.as<float>(),
+                                     rk, n, k, dt, cu.stream, split),
+                    0)
+              << what;
+          expect_stores(what + " split " + std::to_string(split), inside);
         }
         EXPECT_EQ(k_::gemv_rope_kv(xd.data(), nullptr, wd.data(), bd.as<float>(), rk, n, k, dt, cu.stream, 8),
                   k_::kGemvNotTaken)
@@ -491,9 +534,12 @@ TEST(OpsGpu, QkvRopeKvStoresWhatTheKvWriteWould) {
         kv.v_cache = v_cache.data();
         kv.kv_dtype = dt;
         kv.k_scale = kv.v_scale = 1.0f;
-        ASSERT_EQ(cudaMemset(q_out.data(), 0, q_out.nbytes()), cudaSuccess);
+        fill_nan(q_out);
+        fill_nan(r_out);
+        ASSERT_EQ(cudaMemset(k_cache.data(), 0, k_cache.nbytes()), cudaSuccess);
+        ASSERT_EQ(cudaMemset(v_cache.data(), 0, v_cache.nbytes()), cudaSuccess);
         EXPECT_EQ(ops::qkv_rope_kv(ex, in, normed, wd, &bd, kv, interleaved, q_out), op_on) << what;
-        if (op_on) expect_close(download(q_out, ex), q_ref, dt, (what + " through ops").c_str());
+        if (op_on) expect_stores(what + " through ops", true);
       }
     }
   }

@@ -383,25 +383,20 @@ TEST(OpsGpu, RmsNormLinearEqualsNormThenLinear) {
           EXPECT_EQ(k_::gemv_rms_norm(norm, wd.data(), bd.as<float>(), y.data(), 2, n, k, dt, dt, cu.stream, gated),
                     k_::kGemvNotTaken)
               << "two rows of x";
+          // residual_out where CTA 0 would overwrite what the other CTAs
+          // read, or with no delta to add.
+          auto declined_with_residual_out = [&](void* out, const char* why) {
+            k_::GemvNorm bad = norm;
+            bad.residual_out = out;
+            EXPECT_EQ(k_::gemv_rms_norm(bad, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream, gated),
+                      k_::kGemvNotTaken)
+                << what << ": residual_out " << why;
+          };
           if (with_delta) {
-            k_::GemvNorm in_place = norm;
-            in_place.residual_out = rd.data();
-            EXPECT_EQ(k_::gemv_rms_norm(in_place, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream,
-                                        gated),
-                      k_::kGemvNotTaken)
-                << "residual_out over residual";
-            in_place.residual_out = dd.data();
-            EXPECT_EQ(k_::gemv_rms_norm(in_place, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream,
-                                        gated),
-                      k_::kGemvNotTaken)
-                << "residual_out over delta";
+            declined_with_residual_out(rd.data(), "over residual");
+            declined_with_residual_out(dd.data(), "over delta");
           } else {
-            k_::GemvNorm stray = norm;
-            stray.residual_out = r_out.data();
-            EXPECT_EQ(k_::gemv_rms_norm(stray, wd.data(), bd.as<float>(), y.data(), 1, n, k, dt, dt, cu.stream,
-                                        gated),
-                      k_::kGemvNotTaken)
-                << "residual_out without a delta";
+            declined_with_residual_out(r_out.data(), "without a delta");
           }
         }
       }

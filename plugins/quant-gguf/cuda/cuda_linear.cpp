@@ -459,12 +459,11 @@ bool CudaLinear::forward_normed(const std::vector<CudaLinear*>& group, const Rms
   // 3: 1673.8 tok/s with the epilogue against 1694.9 without; two rows a
   // warp alone, no epilogue, 1724.9 against 1739.4.) Otherwise the host's
   // KV write runs.
-  for (size_t i = 0; sinks && i < group.size(); ++i) {
-    const bool pairs = cuda::sink_pairs_rows(sinks[i]);
-    if (raw ? !raw_epilogue_enabled() || (pairs && group[i]->n_ % 2 != 0)
-            : pairs && !cuda::has_fast_matvec(group[i]->type_))
+  // (Linear::forward_qkv_rope_kv has checked that q and k are whole heads of
+  // an even head_dim, so a pair's rows never straddle two items.)
+  for (size_t i = 0; sinks && i < group.size(); ++i)
+    if (raw ? !raw_epilogue_enabled() : cuda::sink_pairs_rows(sinks[i]) && !cuda::has_fast_matvec(group[i]->type_))
       return false;
-  }
   if (!raw) {  // one kernel norms and quantizes x for every launch after it
     const ActLayout a = act_layout(m, first.k_);
     auto* xq = static_cast<int8_t*>(first.state_.cuda->act_scratch());

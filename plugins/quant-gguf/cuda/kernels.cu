@@ -546,7 +546,7 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
     // batch 2-8 stores y or v's cache rows, a row a warp.
     const RowSink sink = targets[i].sink;
     if (sink_pairs_rows(sink) && !has_fast_matvec(type) &&
-        (!x.raw || targets[i].n % 2 != 0 || x.kv.head_dim % 2 != 0 || x.kv.head_dim < 2))
+        (!x.raw || targets[i].n % 2 != 0 || x.kv.head_dim <= 0 || x.kv.head_dim % 2 != 0))
       return static_cast<int>(cudaErrorInvalidValue);
   }
   if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);

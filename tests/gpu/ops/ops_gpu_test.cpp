@@ -479,6 +479,13 @@ TEST(OpsGpu, QkvRopeKvStoresWhatTheKvWriteWould) {
         norm.residual_out = r_out.data();
         const std::string what = std::string("qkv_rope_kv ") + aph::dtype_name(dt) + (interleaved ? " gguf" : " hf") +
                                  (inside ? " norm inside" : " x given");
+        // Before each launch: NaN where q and residual_out go, zero caches.
+        auto reset_outputs = [&] {
+          fill_nan(q_out);
+          fill_nan(r_out);
+          ASSERT_EQ(cudaMemset(k_cache.data(), 0, k_cache.nbytes()), cudaSuccess);
+          ASSERT_EQ(cudaMemset(v_cache.data(), 0, v_cache.nbytes()), cudaSuccess);
+        };
         // q rotated, k rotated and v at the slot, zeros elsewhere in the
         // caches, and (norm formed inside) the stream in residual_out.
         auto expect_stores = [&](const std::string& at, bool stores_residual) {
@@ -497,10 +504,7 @@ TEST(OpsGpu, QkvRopeKvStoresWhatTheKvWriteWould) {
           if (stores_residual) expect_residual_out(download(r_out, ex), h, at);
         };
         for (int split : {0, 1, 2, 4}) {
-          fill_nan(q_out);
-          fill_nan(r_out);
-          ASSERT_EQ(cudaMemset(k_cache.data(), 0, k_cache.nbytes()), cudaSuccess);
-          ASSERT_EQ(cudaMemset(v_cache.data(), 0, v_cache.nbytes()), cudaSuccess);
+          reset_outputs();
           ASSERT_EQ(k_::gemv_rope_kv(inside ? nullptr : xd.data(), inside ? &norm : nullptr, wd.data(), bd.as<float>(),
                                      rk, n, k, dt, cu.stream, split),
                     0)
@@ -529,10 +533,7 @@ TEST(OpsGpu, QkvRopeKvStoresWhatTheKvWriteWould) {
         kv.v_cache = v_cache.data();
         kv.kv_dtype = dt;
         kv.k_scale = kv.v_scale = 1.0f;
-        fill_nan(q_out);
-        fill_nan(r_out);
-        ASSERT_EQ(cudaMemset(k_cache.data(), 0, k_cache.nbytes()), cudaSuccess);
-        ASSERT_EQ(cudaMemset(v_cache.data(), 0, v_cache.nbytes()), cudaSuccess);
+        reset_outputs();
         EXPECT_EQ(ops::qkv_rope_kv(ex, in, normed, wd, &bd, kv, interleaved, q_out), op_on) << what;
         if (op_on) expect_stores(what + " through ops", true);
       }

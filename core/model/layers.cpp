@@ -24,10 +24,6 @@ void DenseLinear::forward_silu_mul_rows(const ops::Exec& exec, const Tensor& x, 
   ops::linear_silu_mul(exec, x, weight_, bias_.defined() ? &bias_ : nullptr, scratch, y);
 }
 
-bool DenseLinear::forward_normed(const ops::Exec& exec, const NormedInput& in, Tensor& y, bool gated) const {
-  return ops::rms_norm_linear(exec, in, weight_, bias_.defined() ? &bias_ : nullptr, y, gated);
-}
-
 uint64_t DenseLinear::device_bytes() const {
   if (weight_.on_cpu()) return 0;
   return weight_.nbytes() + (bias_.defined() ? bias_.nbytes() : 0);
@@ -198,18 +194,6 @@ void ProjectionGroup::reserve(int64_t max_tokens, aph_dtype dtype, int32_t devic
   }
 }
 
-ProjectionGroup::Outputs ProjectionGroup::fused_outputs(const Tensor& y) const {
-  Outputs out;
-  int64_t offset = 0;
-  const size_t es = dtype_size(y.dtype());
-  for (size_t i = 0; i < sizes_.size(); ++i) {
-    out.ptr[i] = static_cast<const char*>(y.data()) + offset * es;
-    out.stride[i] = fused_->out_features();
-    offset += sizes_[i];
-  }
-  return out;
-}
-
 std::vector<Tensor> ProjectionGroup::part_outputs(int64_t m, Outputs& out) const {
   std::vector<Tensor> ys;
   for (size_t i = 0; i < parts_.size(); ++i) {
@@ -226,7 +210,14 @@ ProjectionGroup::Outputs ProjectionGroup::forward(const ops::Exec& exec, const T
   if (fused_) {
     Tensor y = fused_out_.rows(0, m);
     fused_->forward(exec, x, y);
-    return fused_outputs(y);
+    int64_t offset = 0;
+    const size_t es = dtype_size(y.dtype());
+    for (size_t i = 0; i < sizes_.size(); ++i) {
+      out.ptr[i] = static_cast<const char*>(y.data()) + offset * es;
+      out.stride[i] = fused_->out_features();
+      offset += sizes_[i];
+    }
+    return out;
   }
   std::vector<Tensor> ys = part_outputs(m, out);
   if (!shared_.empty()) {
@@ -248,10 +239,6 @@ void ProjectionGroup::normalize(const ops::Exec& exec, const NormedInput& in, Te
 ProjectionGroup::Outputs ProjectionGroup::forward_rms_norm(const ops::Exec& exec, const NormedInput& in,
                                                            Tensor& normed) const {
   const int64_t m = in.residual->dim(0);
-  if (fused_ && m > 0) {
-    Tensor y = fused_out_.rows(0, m);
-    if (fused_->forward_normed(exec, in, y, false)) return fused_outputs(y);
-  }
   if (!shared_.empty() && m > 0) {
     Outputs out;
     std::vector<Tensor> ys = part_outputs(m, out);
@@ -264,7 +251,6 @@ ProjectionGroup::Outputs ProjectionGroup::forward_rms_norm(const ops::Exec& exec
 bool ProjectionGroup::forward_rms_norm_silu_mul(const ops::Exec& exec, const NormedInput& in, Tensor& normed,
                                                 Tensor& act) const {
   if (!fused_ || sizes_.size() != 2 || sizes_[0] != sizes_[1]) return false;
-  if (fused_->forward_normed(exec, in, act, true)) return true;
   normalize(exec, in, normed);
   const int64_t m = normed.dim(0);
   Tensor scratch = fused_out_.rows(0, m);
@@ -273,13 +259,8 @@ bool ProjectionGroup::forward_rms_norm_silu_mul(const ops::Exec& exec, const Nor
 }
 
 bool ProjectionGroup::forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv,
-                                      bool interleaved, Tensor& normed, Tensor& q_out) const {
-  if (in.residual->dim(0) == 0) return false;
-  if (fused_) {
-    if (sizes_.size() != 3 || sizes_[1] != sizes_[2] || q_out.numel() != sizes_[0] * in.residual->dim(0)) return false;
-    return ops::qkv_rope_kv(exec, in, normed, fused_->weight(), fused_->bias(), kv, interleaved, q_out);
-  }
-  if (shared_.size() != 3 || !interleaved) return false;
+                                      Tensor& q_out) const {
+  if (shared_.size() != 3 || in.residual->dim(0) == 0) return false;
   return static_cast<const PluginLinear&>(*parts_[0]).forward_qkv_rope_kv(exec, shared_, in, kv, q_out);
 }
 

@@ -12,8 +12,17 @@
 
 namespace aph::model {
 
-// The input of a projection group that follows a residual add (ops.hpp).
-using NormedInput = ops::NormedInput;
+// The input of a projection group that follows a residual add:
+// x = RMSNorm(residual + delta) * weight, with residual + delta stored in
+// residual_out (another buffer: readers of residual may still be running).
+// delta == nullptr: x = RMSNorm(residual) * weight, residual_out unused.
+struct NormedInput {
+  const Tensor* residual = nullptr;
+  const Tensor* delta = nullptr;
+  const Tensor* weight = nullptr;
+  float eps = 0.0f;
+  Tensor* residual_out = nullptr;
+};
 
 class Linear {
  public:
@@ -44,13 +53,8 @@ class DenseLinear : public Linear {
   // (ops::linear_silu_mul; scratch holds the [M, out_features] projections
   // where the device does not fold the product into the matmul).
   void forward_silu_mul_rows(const ops::Exec& exec, const Tensor& x, Tensor& scratch, Tensor& y) const;
-  // forward (gated: forward_silu_mul_rows) of in's normed input in one step
-  // where the device has one (ops::rms_norm_linear); false, nothing done,
-  // otherwise.
-  bool forward_normed(const ops::Exec& exec, const NormedInput& in, Tensor& y, bool gated) const;
   uint64_t device_bytes() const override;
   const Tensor& weight() const { return weight_; }
-  const Tensor* bias() const { return bias_.defined() ? &bias_ : nullptr; }
 
  private:
   Tensor weight_, bias_;
@@ -120,12 +124,10 @@ class ProjectionGroup {
   // plugin linears or other than two equal parts.
   bool forward_rms_norm_silu_mul(const ops::Exec& exec, const NormedInput& in, Tensor& normed, Tensor& act) const;
   // A q/k/v group's forward_rms_norm with q rotated into q_out and k, v
-  // rotated and stored into the KV cache: by its quant plugin
-  // (PluginLinear::forward_qkv_rope_kv, GGUF's adjacent-pair order only) or,
-  // dense, by the GEMV (ops::qkv_rope_kv, either order; normed is its
-  // scratch). False, nothing done, when neither can.
-  bool forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv, bool interleaved,
-                       Tensor& normed, Tensor& q_out) const;
+  // rotated and stored into the KV cache by its quant plugin
+  // (PluginLinear::forward_qkv_rope_kv); false, nothing done, when it cannot.
+  bool forward_rope_kv(const ops::Exec& exec, const NormedInput& in, const aph_rope_kv_store& kv,
+                       Tensor& q_out) const;
   uint64_t device_bytes() const;
 
  private:
@@ -134,8 +136,6 @@ class ProjectionGroup {
   std::vector<std::unique_ptr<Linear>> parts_;
   // normed = RMSNorm(residual (+ delta)) * weight, the sum into residual_out.
   static void normalize(const ops::Exec& exec, const NormedInput& in, Tensor& normed);
-  // The parts' rows of the fused output y, recorded in an Outputs.
-  Outputs fused_outputs(const Tensor& y) const;
   // The first m rows of each part's buffer, recorded in out too.
   std::vector<Tensor> part_outputs(int64_t m, Outputs& out) const;
   std::vector<aph_quant_linear*> shared_;  // parts_ as one plugin call (PluginLinear::shared_handles)

@@ -29,14 +29,6 @@ void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bi
 // linear_silu_mul as one GEMV launch; false (nothing done) where the batch,
 // dtypes or alignment have no such form, or APH_GATED_GEMV=0.
 bool gemv_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
-// ops::rms_norm_linear on the GEMV; false (nothing done) where it has no form
-// for the batch, dtypes or alignment, or APH_GEMV_NORM is off.
-bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
-                     bool gated);
-// ops::qkv_rope_kv on the GEMV; false (nothing done) where it has no form or
-// APH_GEMV_ROPE_KV is off.
-bool qkv_rope_kv(const Exec& exec, const NormedInput& in, Tensor& normed, const Tensor& w, const Tensor* bias,
-                 const aph_rope_kv_store& kv, bool interleaved, Tensor& q_out);
 void gather_rows(const Exec& exec, const Tensor& x, const Tensor& idx, Tensor& out);
 void convert(const Exec& exec, const Tensor& in, Tensor& out);
 void synchronize(const Exec& exec);

@@ -149,107 +149,14 @@ void linear(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bi
 
 // APH_GATED_GEMV=0 runs a dense gate/up projection as the GEMV and silu_mul
 // again, to compare (docs/CONFIG.md).
-namespace {
-bool gated_gemv_enabled() {
-  static const bool enabled = env_flag("APH_GATED_GEMV", true);
-  return enabled;
-}
-}  // namespace
-
 bool gemv_silu_mul(const Exec& exec, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+  static const bool enabled = env_flag("APH_GATED_GEMV", true);
   const int64_t n = w.dim(0) / 2, k = w.dim(1), m = x.numel() / k;
-  if (!gated_gemv_enabled() || m > gemv_max_rows() || x.dtype() != w.dtype()) return false;
+  if (!enabled || m > gemv_max_rows() || x.dtype() != w.dtype()) return false;
   const int st = kernels::gemv_silu_mul(x.data(), w.data(), bias ? bias->as<float>() : nullptr, y.data(), m, n, k,
                                         w.dtype(), y.dtype(), exec.stream);
   if (st == kernels::kGemvNotTaken) return false;
   check(st, "linear_silu_mul");
-  return true;
-}
-
-// APH_GEMV_NORM=1 forms a batch-1 dense projection's normed input inside the
-// GEMV (docs/CONFIG.md).
-namespace {
-bool gemv_norm_enabled() {
-  static const bool enabled = env_flag("APH_GEMV_NORM", false);
-  return enabled;
-}
-
-kernels::GemvNorm gemv_norm(const NormedInput& in) {
-  kernels::GemvNorm norm;
-  norm.residual = in.residual->data();
-  norm.weight = in.weight->as<float>();
-  norm.eps = in.eps;
-  if (in.delta) {
-    norm.delta = in.delta->data();
-    norm.residual_out = in.residual_out->data();
-  }
-  return norm;
-}
-}  // namespace
-
-bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
-                     bool gated) {
-  const int64_t k = w.dim(1), m = in.residual->numel() / k;
-  if (!gemv_norm_enabled() || (gated && !gated_gemv_enabled()) || m != 1 || m > gemv_max_rows() ||
-      in.residual->dtype() != w.dtype()) {
-    return false;
-  }
-  const kernels::GemvNorm norm = gemv_norm(in);
-  const int64_t n = gated ? w.dim(0) / 2 : w.dim(0);
-  const int st = kernels::gemv_rms_norm(norm, w.data(), bias ? bias->as<float>() : nullptr, y.data(), m, n, k,
-                                        w.dtype(), y.dtype(), exec.stream, gated);
-  if (st == kernels::kGemvNotTaken) return false;
-  check(st, "rms_norm_linear");
-  return true;
-}
-
-// APH_GEMV_ROPE_KV=1: a batch-1 dense q/k/v projection stores its rows where
-// the attention reads them (docs/CONFIG.md).
-bool qkv_rope_kv(const Exec& exec, const NormedInput& in, Tensor& normed, const Tensor& w, const Tensor* bias,
-                 const aph_rope_kv_store& kv, bool interleaved, Tensor& q_out) {
-  static const bool enabled = env_flag("APH_GEMV_ROPE_KV", false);
-  const int64_t k = w.dim(1), m = in.residual->numel() / k;
-  if (!enabled || m != 1 || m > gemv_max_rows() || in.residual->dtype() != w.dtype() ||
-      kv.rotary_dim != kv.head_dim) {
-    return false;
-  }
-  kernels::GemvRopeKv rk;
-  rk.q_rows = q_out.numel();
-  rk.k_rows = (w.dim(0) - rk.q_rows) / 2;
-  rk.head_dim = kv.head_dim;
-  rk.interleaved = interleaved;
-  rk.positions = kv.positions;
-  rk.inv_freq = kv.inv_freq;
-  rk.mscale = kv.mscale;
-  rk.slot_mapping = kv.slot_mapping;
-  rk.total_slots = kv.total_slots;
-  rk.q_out = q_out.data();
-  rk.k_cache = kv.k_cache;
-  rk.v_cache = kv.v_cache;
-  rk.kv_dtype = kv.kv_dtype;
-  rk.k_scale = kv.k_scale;
-  rk.v_scale = kv.v_scale;
-  const float* b = bias ? bias->as<float>() : nullptr;
-  const int64_t n = w.dim(0);
-  const Tensor x = normed.rows(0, 1);
-  if (gemv_norm_enabled()) {
-    const kernels::GemvNorm norm = gemv_norm(in);
-    const int st = kernels::gemv_rope_kv(nullptr, &norm, w.data(), b, rk, n, k, w.dtype(), exec.stream);
-    if (st != kernels::kGemvNotTaken) {
-      check(st, "qkv_rope_kv");
-      return true;
-    }
-  }
-  if (kernels::gemv_rope_kv(x.data(), nullptr, w.data(), b, rk, n, k, w.dtype(), exec.stream, 0, true) != 0) {
-    return false;
-  }
-  Tensor x_out = normed.rows(0, 1);
-  if (in.delta) {
-    cuda::add_rms_norm(exec, *in.residual, *in.delta, *in.weight, in.eps, x_out, *in.residual_out);
-  } else {
-    cuda::rms_norm(exec, *in.residual, *in.weight, in.eps, x_out);
-  }
-  check(kernels::gemv_rope_kv(x.data(), nullptr, w.data(), b, rk, n, k, w.dtype(), exec.stream), "qkv_rope_kv");
   return true;
 }
 

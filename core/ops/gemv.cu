@@ -14,12 +14,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <type_traits>
 
 #include "core/common/cuda_pdl.cuh"
 #include "core/common/env_flag.hpp"
 #include "core/ops/cuda_math.cuh"
-#include "core/ops/gemv_rope_kv.cuh"
 #include "core/ops/kernels.hpp"
 
 namespace aph::ops::kernels {
@@ -33,48 +31,6 @@ constexpr int kMaxSplit = 8;  // a CTA's warps all on one row
 template <typename T>
 constexpr int kPer = 16 / sizeof(T);  // elements in a 16-byte vector
 
-// h = residual (+ delta, rounded to T as the stream stores it) and the norm
-// weights g of x's 16-byte vector v (GemvNorm: every pointer 16-byte aligned).
-template <typename T>
-__device__ __forceinline__ void normed_inputs(const GemvNorm& norm, int v, float (&h)[kPer<T>], float (&g)[kPer<T>]) {
-  const uint4 rv = __ldg(static_cast<const uint4*>(norm.residual) + v);
-  const T* re = reinterpret_cast<const T*>(&rv);
-#pragma unroll
-  for (int e = 0; e < kPer<T>; ++e) h[e] = to_f(re[e]);
-  if (norm.delta != nullptr) {
-    const uint4 dv = __ldg(static_cast<const uint4*>(norm.delta) + v);
-    const T* de = reinterpret_cast<const T*>(&dv);
-#pragma unroll
-    for (int e = 0; e < kPer<T>; ++e) h[e] = to_f(from_f<T>(h[e] + to_f(de[e])));
-  }
-  const float4* gv = reinterpret_cast<const float4*>(norm.weight) + v * (kPer<T> / 4);
-#pragma unroll
-  for (int q = 0; q < kPer<T> / 4; ++q) {
-    const float4 t = __ldg(gv + q);
-    g[4 * q] = t.x;
-    g[4 * q + 1] = t.y;
-    g[4 * q + 2] = t.z;
-    g[4 * q + 3] = t.w;
-  }
-}
-
-// residual_out = residual + delta by one CTA's threads, rounded as
-// normed_inputs rounds it (add_rms_norm's values).
-template <typename T>
-__device__ void store_residual(const GemvNorm& norm, int vecs) {
-  for (int v = threadIdx.x; v < vecs; v += blockDim.x) {
-    const uint4 rv = __ldg(static_cast<const uint4*>(norm.residual) + v);
-    const uint4 dv = __ldg(static_cast<const uint4*>(norm.delta) + v);
-    const T* re = reinterpret_cast<const T*>(&rv);
-    const T* de = reinterpret_cast<const T*>(&dv);
-    uint4 out;
-    T* oe = reinterpret_cast<T*>(&out);
-#pragma unroll
-    for (int e = 0; e < kPer<T>; ++e) oe[e] = from_f<T>(to_f(re[e]) + to_f(de[e]));
-    static_cast<uint4*>(norm.residual_out)[v] = out;
-  }
-}
-
 // Warps of one CTA take kWarps / split rows; the split warps of a row take
 // consecutive slices of it and add their sums through shared memory.
 // kRows (1, 2, 4 or 8) bounds the rows of x, so m = 1 carries one
@@ -87,35 +43,18 @@ __device__ void store_residual(const GemvNorm& norm, int vecs) {
 // separate silu_mul kernel, a dependent launch a layer, does not run. Each
 // projection is rounded to Ty first, as the GEMV stores it for silu_mul, so
 // the result is the same bit for bit as the two kernels'.
-//
-// kNorm (kRows 1): x is RMSNorm(residual (+ delta)) * weight (GemvNorm), not
-// read from memory. A row's split warps cover all of k, so the sum of
-// squares comes out of the same loop and the same reduction as the dot
-// product: each lane takes (residual + delta) * weight into its products
-// and h^2 into a second sum, and the row's sum is scaled by 1 / rms at the
-// end. The norm kernel before the GEMV, and its hand-over, go.
-//
-// kRopeKv (kRows 1, ungated, Ty = T): the rows go to rk's sinks
-// (gemv_rope_kv.cuh), not y. Row slots take outputs in pair order, so a
-// CTA's adjacent slots hold a rotary pair (split <= 4 leaves at least two
-// slots); the slots' sums meet in shared memory and one thread a slot
-// rotates and stores its row.
-template <typename T, typename Ty, int kRows, bool kGated = false, bool kNorm = false, bool kRopeKv = false>
+template <typename T, typename Ty, int kRows, bool kGated = false>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                           const float* __restrict__ bias, Ty* __restrict__ y, int m,
-                                                          int64_t n, int64_t k, int split, GemvNorm norm,
-                                                          GemvRopeKv rk) {
-  static_assert(!kNorm || kRows == 1, "the normed GEMV takes one row of x");
-  static_assert(!kRopeKv || (kRows == 1 && !kGated), "the q/k/v sinks take one row of x, ungated");
+                                                          int64_t n, int64_t k, int split) {
   __shared__ float partial[kWarps][kRows];
-  __shared__ float partial_ss[kNorm ? kWarps : 1];
   cuda_pdl::allow_dependents();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int slots = kWarps / split, slot = warp / split;
   // Gated: output `out` of this CTA's slots / 2; slot >= slots / 2 is its up row.
   const int64_t out = kGated ? static_cast<int64_t>(blockIdx.x) * (slots / 2) + slot % (slots / 2)
                              : static_cast<int64_t>(blockIdx.x) * slots + slot;
-  const int64_t row = kRopeKv ? rope_kv_row(rk, out) : kGated && slot >= slots / 2 ? out + n : out;
+  const int64_t row = kGated && slot >= slots / 2 ? out + n : out;
   const int part = warp % split;
   const bool has_row = out < n;
   // Vector indices within a row fit 32 bits; 64-bit ones cost registers the
@@ -135,40 +74,23 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
   };
   int v0 = begin + lane;
   load(v0);
-  RopeKvInputs sink_in;
-  if constexpr (kRopeKv) {
-    if (threadIdx.x < slots && static_cast<int64_t>(blockIdx.x) * slots + threadIdx.x < n) {
-      sink_in = rope_kv_inputs(rk, static_cast<int64_t>(blockIdx.x) * slots + threadIdx.x);
-    }
-  }
   cuda_pdl::wait_for_producer();  // x comes from the kernel before
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
-  float ss = 0.0f;  // kNorm: this lane's sum of h^2
   while (v0 < end) {
 #pragma unroll
     for (int u = 0; u < kGemvDepth; ++u) {
       const int v = v0 + u * 32;
       if (v < end) {
         const T* we = reinterpret_cast<const T*>(&wv[u]);
-        if constexpr (kNorm) {
-          float h[kPer<T>], g[kPer<T>];
-          normed_inputs<T>(norm, v, h, g);
 #pragma unroll
-          for (int e = 0; e < kPer<T>; ++e) {
-            ss = fmaf(h[e], h[e], ss);
-            acc[0] = fmaf(to_f(we[e]), h[e] * g[e], acc[0]);
-          }
-        } else {
+        for (int r = 0; r < kRows; ++r) {
+          if (r < m) {
+            const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x) + r * vecs + v);
+            const T* xe = reinterpret_cast<const T*>(&xv);
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) {
-            if (r < m) {
-              const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x) + r * vecs + v);
-              const T* xe = reinterpret_cast<const T*>(&xv);
-#pragma unroll
-              for (int e = 0; e < kPer<T>; ++e) acc[r] = fmaf(to_f(we[e]), to_f(xe[e]), acc[r]);
-            }
+            for (int e = 0; e < kPer<T>; ++e) acc[r] = fmaf(to_f(we[e]), to_f(xe[e]), acc[r]);
           }
         }
       }
@@ -176,19 +98,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
     v0 += 32 * kGemvDepth;
     if (v0 < end) load(v0);
   }
-  if constexpr (kNorm) {
-    // The stream's new value, once (CTA 0), off the other CTAs' path.
-    if (blockIdx.x == 0 && norm.residual_out != nullptr) store_residual<T>(norm, vecs);
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (lane == 0) partial_ss[warp] = ss;
-  }
-  // 1 / rms of the row of x whose slice warp `first` began (kNorm; the
-  // split warps' sums of squares are in partial_ss after a barrier).
-  auto inv_rms = [&](int first) {
-    float t = 0.0f;
-    for (int p = 0; p < split; ++p) t += partial_ss[first + p];
-    return rsqrtf(t / static_cast<float>(k) + norm.eps);
-  };
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
@@ -210,29 +119,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
         g += partial[threadIdx.x * split + p][r];
         u += partial[(threadIdx.x + half) * split + p][r];
       }
-      if constexpr (kNorm) {
-        const float inv = inv_rms(threadIdx.x * split);
-        g *= inv;
-        u *= inv;
-      }
       y[r * n + i] = silu_times(from_f<Ty>(g + (bias ? bias[i] : 0.0f)), from_f<Ty>(u + (bias ? bias[i + n] : 0.0f)));
     }
-    return;
-  }
-  if constexpr (kRopeKv) {
-    if (lane == 0) partial[warp][0] = acc[0];
-    __syncthreads();
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * slots + threadIdx.x;
-    if (threadIdx.x >= slots || o >= n) return;
-    // Slot sl's row as y would hold it (o ^ 1 < n: q and k rows come in whole heads).
-    auto value = [&](int sl) {
-      float t = 0.0f;
-      for (int p = 0; p < split; ++p) t += partial[sl * split + p][0];
-      if constexpr (kNorm) t *= inv_rms(sl * split);
-      const int64_t r = rope_kv_row(rk, static_cast<int64_t>(blockIdx.x) * slots + sl);
-      return to_f(from_f<T>(t + (bias ? bias[r] : 0.0f)));
-    };
-    store_rope_kv<T>(rk, sink_in, o, rope_kv_row(rk, o), value(threadIdx.x), value(threadIdx.x ^ 1));
     return;
   }
   if (split > 1) {
@@ -249,7 +137,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const T* __restrict__
     }
   }
   if (lane != 0 || !has_row) return;
-  if constexpr (kNorm) acc[0] *= inv_rms(warp);
 #pragma unroll
   for (int r = 0; r < kRows; ++r)
     if (r < m) y[r * n + row] = from_f<Ty>(acc[r] + (bias ? bias[row] : 0.0f));
@@ -306,22 +193,18 @@ int choose_split(int64_t vecs) {
   return split;
 }
 
-// The vector kernel of kRows >= m rows of x, one form or the other (kNorm:
-// m is 1 and x comes from norm).
-template <typename T, typename Ty, bool kGated, bool kNorm = false, bool kRopeKv = false>
+// The vector kernel of kRows >= m rows of x, one form or the other.
+template <typename T, typename Ty, bool kGated>
 void launch_vector(const T* x, const T* w, const float* bias, Ty* y, int m, int64_t n, int64_t k, int split,
-                   cudaStream_t s, const GemvNorm& norm = GemvNorm{}, const GemvRopeKv& rk = GemvRopeKv{}) {
+                   cudaStream_t s) {
   const int slots = kWarps / split;
   const int outputs_per_cta = kGated ? slots / 2 : slots;
   const unsigned blocks = static_cast<unsigned>((n + outputs_per_cta - 1) / outputs_per_cta);
   // A launch error shows in cudaGetLastError, which dispatch returns.
   auto go = [&](auto kernel) {
-    (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, x, w, bias, y, m, n, k, split,
-                                     norm, rk);
+    (void)cuda_pdl::launch_dependent(kernel, dim3(blocks), dim3(kWarps * 32), 0, s, x, w, bias, y, m, n, k, split);
   };
-  if constexpr (kNorm || kRopeKv) {
-    go(gemv_kernel<T, Ty, 1, kGated, kNorm, kRopeKv>);
-  } else if (m == 1) {
+  if (m == 1) {
     go(gemv_kernel<T, Ty, 1, kGated>);
   } else if (m == 2) {
     go(gemv_kernel<T, Ty, 2, kGated>);
@@ -385,87 +268,6 @@ int gemv_silu_mul(const void* x, const void* w, const float* bias, void* y, int6
   });
   if (launched == 0 && !taken) return kGemvNotTaken;
   return status ? status : launched;
-}
-
-namespace {
-// Whether a GemvNorm has the form the kernels take: residual_out exactly
-// when there is a delta (CTA 0 stores residual + delta there), and no
-// residual_out that another CTA is still reading as residual or delta.
-bool norm_takeable(const GemvNorm& norm) {
-  return norm.residual != nullptr && norm.weight != nullptr &&
-         (norm.delta == nullptr) == (norm.residual_out == nullptr) &&
-         (norm.residual_out == nullptr || (norm.residual_out != norm.residual && norm.residual_out != norm.delta));
-}
-}  // namespace
-
-int gemv_rms_norm(const GemvNorm& norm, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
-                  int dtype, int y_dtype, void* stream, bool gated, int split) {
-  if (m == 0 || n == 0) return 0;
-  const int max_split = gated ? kWarps / 2 : kMaxSplit;
-  if (m != 1 || !norm_takeable(norm) || (split != 0 && !valid_split(split)) || split > max_split) {
-    return kGemvNotTaken;
-  }
-  const bool aligned = aligned16(w) && aligned16(norm.residual) && aligned16(norm.delta) &&
-                       aligned16(norm.weight) && aligned16(norm.residual_out);
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  int status = 0;
-  bool taken = false;
-  const int launched = dispatch(dtype, [&](auto t) {
-    using T = decltype(t);
-    if (k % kPer<T> != 0 || !aligned) return;
-    taken = true;
-    status = dispatch(y_dtype, [&](auto ty) {
-      using Ty = decltype(ty);
-      const auto* wt = static_cast<const T*>(w);
-      auto* yt = static_cast<Ty*>(y);
-      const int sp = split ? split : std::min(choose_split(k / kPer<T>), max_split);
-      if (gated) {
-        launch_vector<T, Ty, true, true>(nullptr, wt, bias, yt, 1, n, k, sp, s, norm);
-      } else {
-        launch_vector<T, Ty, false, true>(nullptr, wt, bias, yt, 1, n, k, sp, s, norm);
-      }
-    });
-  });
-  if (launched == 0 && !taken) return kGemvNotTaken;
-  return status ? status : launched;
-}
-
-int gemv_rope_kv(const void* x, const GemvNorm* norm, const void* w, const float* bias, const GemvRopeKv& rk,
-                 int64_t n, int64_t k, int dtype, void* stream, int split, bool check_only) {
-  if (n == 0) return 0;
-  const bool kv_ok = rk.kv_dtype == APH_DTYPE_F16 || rk.kv_dtype == APH_DTYPE_BF16 ||
-                     rk.kv_dtype == APH_DTYPE_F8_E4M3 || rk.kv_dtype == APH_DTYPE_F8_E5M2;
-  // Two row slots a CTA at least (split <= 4) for a pair's two rows.
-  if (!kv_ok || rk.head_dim <= 0 || rk.head_dim % 2 != 0 || rk.q_rows % rk.head_dim != 0 ||
-      rk.k_rows % rk.head_dim != 0 || n != rk.q_rows + 2 * rk.k_rows || (split != 0 && !valid_split(split)) ||
-      split > kWarps / 2 || (norm == nullptr && x == nullptr)) {
-    return kGemvNotTaken;
-  }
-  if (norm != nullptr && !norm_takeable(*norm)) return kGemvNotTaken;
-  const bool aligned = aligned16(w) && aligned16(x) &&
-                       (norm == nullptr || (aligned16(norm->residual) && aligned16(norm->delta) &&
-                                            aligned16(norm->weight) && aligned16(norm->residual_out)));
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  bool taken = false;
-  const int launched = dispatch(dtype, [&](auto t) {
-    using T = decltype(t);
-    // The cache conversions (kv_types.cuh) take f16 and bf16 activations.
-    if constexpr (!std::is_same_v<T, float>) {
-      if (k % kPer<T> != 0 || !aligned) return;
-      taken = true;
-      if (check_only) return;
-      const auto* xt = static_cast<const T*>(x);
-      const auto* wt = static_cast<const T*>(w);
-      const int sp = split ? split : std::min(choose_split(k / kPer<T>), kWarps / 2);
-      if (norm != nullptr) {
-        launch_vector<T, T, false, true, true>(xt, wt, bias, nullptr, 1, n, k, sp, s, *norm, rk);
-      } else {
-        launch_vector<T, T, false, false, true>(xt, wt, bias, nullptr, 1, n, k, sp, s, GemvNorm{}, rk);
-      }
-    }
-  });
-  if (launched == 0 && !taken) return kGemvNotTaken;
-  return check_only ? 0 : launched;
 }
 
 }  // namespace aph::ops::kernels

@@ -68,53 +68,6 @@ int gemv(const void* x, const void* w, const float* bias, void* y, int64_t m, in
 constexpr int kGemvNotTaken = -1;
 int gemv_silu_mul(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
                   int dtype, int y_dtype, void* stream, int split = 0);
-// The GEMV with x = RMSNorm(residual (+ delta)) * weight formed in every CTA
-// from its inputs (gemv_rms_norm), so no norm kernel runs between the GEMV
-// and the kernel that wrote delta. residual_out (with delta only) receives
-// residual + delta rounded to the GEMV's dtype; it must not be residual.
-struct GemvNorm {
-  const void* residual = nullptr;  // [m, k], the weights' dtype
-  const void* delta = nullptr;     // [m, k] or null: x = RMSNorm(residual)
-  const float* weight = nullptr;   // [k]
-  float eps = 0.0f;
-  void* residual_out = nullptr;    // [m, k]; null when delta is
-};
-// y[m, n] = (RMSNorm(...) * weight) · w[n, :] + bias[n], or with gated the
-// gemv_silu_mul product of it. The dot products take residual (+ delta) *
-// weight and the sums are scaled by 1 / rms after, so x is never rounded
-// to the storage type: the values differ from add_rms_norm then gemv by the
-// rounding of x. m = 1 only; kGemvNotTaken where the batch, k or the
-// alignment (16 bytes for every pointer) has no such form.
-int gemv_rms_norm(const GemvNorm& norm, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
-                  int dtype, int y_dtype, void* stream, bool gated, int split = 0);
-// Where a batch-1 q/k/v GEMV (w: the q rows, then k, then v) puts its rows
-// instead of y: q rotated by RoPE into q_out [q_rows], k rotated and v as
-// they are into the paged cache at the token's slot ([total_slots, k_rows]
-// of kv_dtype), as the KV write with RoPE stores them. The rotary pairs are
-// adjacent rows (interleaved, GGUF order) or rows i and i + head_dim / 2 of
-// a head (HF order): a CTA's row slots take the two rows of a pair.
-struct GemvRopeKv {
-  int64_t q_rows = 0, k_rows = 0;  // v has k_rows rows too
-  int32_t head_dim = 0;            // the whole head rotates (rotary_dim)
-  bool interleaved = false;
-  const int32_t* positions = nullptr;     // [1]
-  const float* inv_freq = nullptr;        // [head_dim / 2], scaling applied
-  float mscale = 1.0f;
-  const int64_t* slot_mapping = nullptr;  // [1]; outside [0, total_slots): not stored
-  int64_t total_slots = 0;
-  void* q_out = nullptr;  // [q_rows], the weights' dtype
-  void* k_cache = nullptr;
-  void* v_cache = nullptr;
-  int32_t kv_dtype = 0;  // F16, BF16, F8_E4M3, F8_E5M2
-  float k_scale = 1.0f, v_scale = 1.0f;
-};
-// The GEMV of x (or, with norm, of its RMSNorm input as gemv_rms_norm forms
-// it) into rk's sinks; m = 1. kGemvNotTaken where it has no form (k or the
-// alignment, a head_dim that is odd, rows that are not q + 2 k, or a kv_dtype
-// it does not store).
-// check_only: 0 where it would launch, nothing launched.
-int gemv_rope_kv(const void* x, const GemvNorm* norm, const void* w, const float* bias, const GemvRopeKv& rk,
-                 int64_t n, int64_t k, int dtype, void* stream, int split = 0, bool check_only = false);
 int add_bias(void* y, const float* bias, int64_t m, int64_t n, int dtype, void* stream);
 
 }  // namespace aph::ops::kernels

@@ -8,7 +8,6 @@
 
 #include <cstdint>
 
-#include "aphrodite/quant.h"
 #include "core/common/tensor.hpp"
 #include "core/ops/thread_pool.hpp"
 
@@ -36,41 +35,6 @@ void add_rms_norm(const Exec& exec, Tensor& residual, const Tensor& delta, const
 // residual itself), out = rms_norm(residual_out) * weight.
 void add_rms_norm(const Exec& exec, const Tensor& residual, const Tensor& delta, const Tensor& weight, float eps,
                   Tensor& out, Tensor& residual_out);
-
-// The input of a projection that follows a residual add:
-// x = RMSNorm(residual + delta) * weight, with residual + delta stored in
-// residual_out (another buffer: readers of residual may still be running).
-// delta == nullptr: x = RMSNorm(residual) * weight, residual_out unused.
-struct NormedInput {
-  const Tensor* residual = nullptr;
-  const Tensor* delta = nullptr;
-  const Tensor* weight = nullptr;
-  float eps = 0.0f;
-  Tensor* residual_out = nullptr;
-};
-
-// y = x · Wᵀ (+ bias) with x = in's normed input, and in.residual_out written
-// as add_rms_norm writes it; gated: W [2N, K] holds the gate rows then the up
-// rows and y = silu(gate) * up (linear_silu_mul). In one launch on CUDA at
-// batch 1 where APH_GEMV_NORM=1 (kernels::gemv_rms_norm: x is formed inside
-// the GEMV and never rounded to the storage type); false, nothing done,
-// elsewhere: the caller runs the norm and then linear or linear_silu_mul, the
-// reference.
-bool rms_norm_linear(const Exec& exec, const NormedInput& in, const Tensor& w, const Tensor* bias, Tensor& y,
-                     bool gated);
-
-// The q/k/v projection of in's normed input (W: the q rows, then k, then v;
-// q_out [1, q rows]) with its rows stored where the attention reads them: q
-// rotated by RoPE into q_out, k rotated and v into the paged cache at
-// kv.slot_mapping[0] (aphrodite/quant.h's aph_rope_kv_store, as a quant
-// plugin's linear_forward_qkv_rope_kv does). interleaved: the rotary pairs
-// are adjacent rows (GGUF order), else rows i and i + head_dim / 2 (HF).
-// One GEMV on CUDA at batch 1 with APH_GEMV_ROPE_KV=1 (the norm inside it
-// too with APH_GEMV_NORM=1, else add_rms_norm into `normed` first); false,
-// nothing done, elsewhere: the caller runs the projection and the attention's
-// own KV write.
-bool qkv_rope_kv(const Exec& exec, const NormedInput& in, Tensor& normed, const Tensor& w, const Tensor* bias,
-                 const aph_rope_kv_store& kv, bool interleaved, Tensor& q_out);
 
 // Rotary embedding. interleaved: rotate adjacent pairs (x[2i], x[2i+1]) (GGUF
 // llama row order); otherwise NEOX pairs (x[i], x[i + rotary_dim/2]) (HF).

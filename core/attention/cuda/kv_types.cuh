@@ -10,8 +10,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "aphrodite/plugin.h"
-
 namespace aph::attention::cuda {
 
 struct Fp8E4M3 {};
@@ -119,21 +117,6 @@ __device__ __forceinline__ void store_cache_elem(float v, uint8_t* dst, float sc
     *dst = __nv_cvt_float_to_fp8(r / scale, __NV_SATFINITE, KvTraits<KvT>::kInterp);
   } else {
     *reinterpret_cast<KvT*>(dst) = from_float<KvT>(r);
-  }
-}
-
-// Element e of a cache whose type is only known at run time (kv_dtype: F16,
-// BF16, F8_E4M3 or F8_E5M2; the host checked it): the bytes the KV write
-// stores, for the projections that store their own rows.
-template <typename ActT>
-__device__ __forceinline__ void store_cache_elem_of(int32_t kv_dtype, uint8_t* cache, int64_t e, float v,
-                                                    float scale) {
-  switch (kv_dtype) {
-    case APH_DTYPE_F16: return store_cache_elem<ActT, __half>(v, cache + 2 * e, scale);
-    case APH_DTYPE_BF16: return store_cache_elem<ActT, __nv_bfloat16>(v, cache + 2 * e, scale);
-    case APH_DTYPE_F8_E4M3: return store_cache_elem<ActT, Fp8E4M3>(v, cache + e, scale);
-    case APH_DTYPE_F8_E5M2: return store_cache_elem<ActT, Fp8E5M2>(v, cache + e, scale);
-    default: return;
   }
 }
 

@@ -99,11 +99,11 @@ FinalHidden LlamaGraph::forward(StepContext& ctx) {
   // instead of rope_qkv + the plain write; APH_FUSED_ROPE=0 takes the two
   // steps, as the CPU always does.
   const bool fused_rope = setup_.device != APH_DEVICE_CPU && fused_rope_enabled();
-  // Better still, the q/k/v projection rotates and stores them as it writes
-  // its rows (a quant plugin's matvec in GGUF's adjacent-pair order, the
-  // dense GEMV in either): no rope or KV write kernel at all. A split decode
-  // then relies on the runner's split counters, which nothing else zeroes.
-  const bool qkv_stores_kv = fused_rope && ctx.attention.split_counters != nullptr;
+  // Better still, a quant plugin's q/k/v matvec rotates and stores them as
+  // it writes its rows (GGUF's adjacent-pair order only): no rope or KV
+  // write kernel at all. A split decode then relies on the runner's split
+  // counters, which nothing else zeroes.
+  const bool qkv_stores_kv = fused_rope && setup_.rope_interleaved && ctx.attention.split_counters != nullptr;
   aph_rope_kv_store kv_store{};
   if (qkv_stores_kv) {
     const attention::PagedAttentionArgs& a = ctx.attention;
@@ -129,7 +129,7 @@ FinalHidden LlamaGraph::forward(StepContext& ctx) {
     if (qkv_stores_kv) {
       kv_store.k_cache = a.k_cache;
       kv_store.v_cache = a.v_cache;
-      a.kv_written = l.qkv->forward_rope_kv(ex, attn_in, kv_store, setup_.rope_interleaved, normed, q);
+      a.kv_written = l.qkv->forward_rope_kv(ex, attn_in, kv_store, q);
     }
     ProjectionGroup::Outputs qkv;
     if (!a.kv_written) qkv = l.qkv->forward_rms_norm(ex, attn_in, normed);

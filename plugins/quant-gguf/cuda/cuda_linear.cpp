@@ -118,14 +118,6 @@ bool qkv_epilogue_enabled() {
   return on;
 }
 
-// The raw-x matvec (batch 1, rows of up to 2048 outside the k-quants: the
-// 135M's Q4_1) as linear_forward_qkv_rope_kv's q/k/v launch. Off until an
-// A/B on a GPU shows it pays (docs/CONFIG.md).
-bool raw_epilogue_enabled() {
-  static const bool on = env_flag("APH_GGUF_RAW_EPILOGUE", false);
-  return on;
-}
-
 // A batch-1 projection group after a residual add norms its x itself (no
 // add_rms_norm launch); APH_GGUF_FUSED_NORM=0 leaves the norm to the host.
 bool fused_norm_enabled() {
@@ -451,19 +443,14 @@ bool CudaLinear::forward_normed(const std::vector<CudaLinear*>& group, const Rms
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   bool raw = m == 1 && cta_quantization_enabled();
   for (const CudaLinear* l : group) raw = raw && cuda::fits_in_cta_quantization(l->type_, l->k_);
-  // A rotating sink needs both rows of a pair in one warp, the k-quants'
-  // fast matvec (launch_matvec_multi), or, with APH_GGUF_RAW_EPILOGUE, in
-  // one CTA of the raw-x matvec: its warps w and w ^ 1 trade their sums
-  // through shared memory, a barrier an item. (The raw-x matvec at two rows
-  // a warp measured slower on the 135M: H100, Q4_0, decode512, medians of
-  // 3: 1673.8 tok/s with the epilogue against 1694.9 without; two rows a
-  // warp alone, no epilogue, 1724.9 against 1739.4.) Otherwise the host's
-  // KV write runs.
-  // (Linear::forward_qkv_rope_kv has checked that q and k are whole heads of
-  // an even head_dim, so a pair's rows never straddle two items.)
+  // A rotating sink needs both rows of a pair in one warp: the k-quants'
+  // fast matvec (launch_matvec_multi). The raw-x matvec of the other types
+  // could hold a pair at two rows a warp, but that measured slower on the
+  // 135M (H100, Q4_0, decode512, medians of 3: 1673.8 tok/s with the
+  // epilogue against 1694.9 without; two rows a warp alone, no epilogue,
+  // 1724.9 against 1739.4), so it keeps the host's KV write.
   for (size_t i = 0; sinks && i < group.size(); ++i)
-    if (raw ? !raw_epilogue_enabled() : cuda::sink_pairs_rows(sinks[i]) && !cuda::has_fast_matvec(group[i]->type_))
-      return false;
+    if (raw || (cuda::sink_pairs_rows(sinks[i]) && !cuda::has_fast_matvec(group[i]->type_))) return false;
   if (!raw) {  // one kernel norms and quantizes x for every launch after it
     const ActLayout a = act_layout(m, first.k_);
     auto* xq = static_cast<int8_t*>(first.state_.cuda->act_scratch());

@@ -178,13 +178,14 @@ struct RawItem {
     }
   }
 
-  // The rows' dot products with x, in every lane (all lanes call: warp
-  // shuffles), bias not added. They run in matvec_row's order, so the
-  // outputs equal those of the quantized-x form bit for bit.
-  __device__ __forceinline__ void sums(const MatvecTarget& t, int64_t row0, int64_t k, const XCodes& x,
-                                       float (&acc)[kRows]) const {
+  // The rows' dot products with x (all lanes call: warp shuffles); lane j
+  // stores row row0 + j. The sums run in matvec_row's order, so the outputs
+  // equal those of the quantized-x form bit for bit.
+  template <typename T>
+  __device__ __forceinline__ void finish(const MatvecTarget& t, int64_t row0, int64_t k, const XCodes& x) const {
     const int lane = threadIdx.x % 32;
     const int64_t chunks = k / 32;
+    float acc[kRows];
 #pragma unroll
     for (int j = 0; j < kRows; ++j) {
       acc[j] = 0.0f;
@@ -196,14 +197,6 @@ struct RawItem {
     }
 #pragma unroll
     for (int j = 0; j < kRows; ++j) acc[j] = warp_sum(acc[j]);
-  }
-
-  // The rows into y: lane j stores row row0 + j.
-  template <typename T>
-  __device__ __forceinline__ void finish(const MatvecTarget& t, int64_t row0, int64_t k, const XCodes& x) const {
-    const int lane = threadIdx.x % 32;
-    float acc[kRows];
-    sums(t, row0, k, x, acc);
     if (lane < kRows && row0 + lane < t.n) {
       float v = acc[0];
 #pragma unroll
@@ -214,41 +207,17 @@ struct RawItem {
   }
 };
 
-// A row of the raw-x matvec into a sink other than y (RowSink; kRows == 1:
-// the warp holds one row). Rows 2i and 2i + 1 of a RoPE pair (GGUF's
-// adjacent order) are warps w and w ^ 1 of one CTA, since a work item is
-// kWarpsPerBlock consecutive rows from a multiple of kWarpsPerBlock; their
-// sums meet in shared memory. Every warp of the CTA calls (barriers): the
-// sink is uniform over an item, whose rows belong to one target. pre: the
-// row's slot and cos/sin loaded before the wait (first item), or nullptr.
-template <typename T>
-__device__ __forceinline__ void sink_paired_row(const MatvecTarget& t, const RopeKv& kv, int64_t row, float sum,
-                                                const SinkInputs* pre) {
-  static_assert(kWarpsPerBlock % 2 == 0, "a RoPE pair's two warps share an item");
-  __shared__ float pair_sums[kWarpsPerBlock];
-  const int warp = threadIdx.x / 32;
-  const bool live = row < t.n;
-  const float own = live ? sum + (t.bias ? t.bias[row] : 0.0f) : 0.0f;
-  if (threadIdx.x % 32 == 0) pair_sums[warp] = own;
-  __syncthreads();
-  if (threadIdx.x % 32 == 0 && live) sink_row<T>(t, kv, 0, row, own, pair_sums[warp ^ 1], pre);
-  __syncthreads();  // the next item's sums overwrite pair_sums
-}
-
 // One warp per output row; lanes stride over the row's 32-element chunks.
 // MT is the batch capacity (1 or 8); m <= MT rows of x are live. kRaw
 // (m == 1): every CTA quantizes the raw x into shared memory first and loops
 // over work items of kWarpsPerBlock * kRows rows (grid = resident CTAs);
 // kRows > 1 (short rows, RawItem): a warp takes kRows consecutive rows at
-// once. kSinks (raw, a row a warp): some target's rows go to a RowSink
-// other than y (sink_paired_row); a separate instantiation, so that the
-// plain launches keep their registers.
-template <int TYPE, int MT, bool kRaw, typename T, int kRows = 1, bool kSinks = false>
+// once.
+template <int TYPE, int MT, bool kRaw, typename T, int kRows = 1>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     matvec_kernel(const MatvecTargets targets, int64_t k, const MatvecX x, int m) {
   static_assert(!kRaw || MT == 1, "raw x is one row");
   static_assert(kRows == 1 || kRaw, "several rows a warp: raw x only");
-  static_assert(!kSinks || (kRaw && kRows == 1), "sinks in the raw form: a row a warp");
   const unsigned items = targets.first_cta[targets.count];
   // This warp's rows of work item v head for L2 (all lanes call).
   auto prefetch_item = [&](unsigned v) {
@@ -283,9 +252,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     } else {
       prefetch_item(blockIdx.x);
     }
-    // A sink's slot and cos/sin do not depend on x's producer (row_sink.cuh).
-    SinkInputs pre;
-    if (kSinks && threadIdx.x % 32 == 0) pre = sink_inputs(*t, x.kv, row);
     const XCodes xc = matvec_x<true, T>(x, k);  // launched as a dependent: waits for x here
     for (unsigned v = blockIdx.x; v < items; v += gridDim.x) {
       if (!(held && v == blockIdx.x)) {
@@ -294,14 +260,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
         prefetch_item(v + gridDim.x);
         row = item_row(v, t);
         if (row < t->n) w.load(*t, row, k);
-      }
-      if constexpr (kSinks) {
-        if (t->sink != RowSink::kY) {  // q, k or v of linear_forward_qkv_rope_kv (APH_GGUF_RAW_EPILOGUE)
-          float sum[1];
-          w.sums(*t, row, k, xc, sum);
-          sink_paired_row<T>(*t, x.kv, row, sum[0], v == blockIdx.x ? &pre : nullptr);
-          continue;
-        }
       }
       if (row < t->n) w.template finish<T>(*t, row, k, xc);
     }
@@ -404,12 +362,6 @@ int short_rows_per_warp() {
   return rows;
 }
 
-bool has_sinks(const MatvecTarget* targets, int count) {
-  for (int i = 0; i < count; ++i)
-    if (targets[i].sink != RowSink::kY) return true;
-  return false;
-}
-
 unsigned grid_for(int64_t work, int threads) {
   return static_cast<unsigned>((work + threads - 1) / threads);
 }
@@ -425,11 +377,6 @@ int matvec_typed(uint32_t type, const MatvecTarget* targets, int count, int64_t 
     constexpr int kType = decltype(tag)::value;
     if constexpr (has_fast_matvec(kType)) {
       rc = cudaErrorInvalidValue;  // launch_matvec_multi sends these to matvec_fast.cu
-    } else if (x.raw && has_sinks(targets, count)) {  // a row a warp (sink_paired_row)
-      const auto kernel = matvec_kernel<kType, 1, true, T, 1, true>;
-      const size_t smem = static_cast<size_t>(smem_x_bytes(k));
-      const unsigned resident = resident_grid(kernel, kWarpsPerBlock * 32, smem, sm_count, items);
-      rc = cuda_pdl::launch_dependent(kernel, dim3(resident), block, smem, s, ts, k, x, 1);
     } else if (x.raw) {
       const auto kernel = matvec_kernel<kType, 1, true, T>;
       const size_t smem = static_cast<size_t>(smem_x_bytes(k));
@@ -540,13 +487,10 @@ int launch_matvec_multi(uint32_t type, const MatvecTarget* targets, int count, i
     return static_cast<int>(cudaErrorInvalidValue);
   for (int i = 0; i < count; ++i) {
     if (targets[i].n < 1) return static_cast<int>(cudaErrorInvalidValue);
-    // A RoPE pair's rows share a warp in the fast matvec (two rows a warp)
-    // and a CTA in the raw-x form (sink_paired_row: rows 2i and 2i + 1 in
-    // warps of one item, so n and the head even); the generic matvec at
-    // batch 2-8 stores y or v's cache rows, a row a warp.
+    // A RoPE pair's rows share a warp only in the fast matvec (two rows a
+    // warp); the raw-x form stores y only.
     const RowSink sink = targets[i].sink;
-    if (sink_pairs_rows(sink) && !has_fast_matvec(type) &&
-        (!x.raw || targets[i].n % 2 != 0 || x.kv.head_dim <= 0 || x.kv.head_dim % 2 != 0))
+    if ((sink_pairs_rows(sink) && !has_fast_matvec(type)) || (sink != RowSink::kY && x.raw))
       return static_cast<int>(cudaErrorInvalidValue);
   }
   if (has_fast_matvec(type)) return launch_fast_matvec_multi(type, targets, count, k, x, m, bf16, stream);

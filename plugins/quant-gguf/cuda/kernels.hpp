@@ -46,10 +46,8 @@ struct RopeKv {
 
 // One weight matrix of a multi-target matvec: y[m, n] = x · Wᵀ (+ bias).
 // A sink that pairs rows (rows 2i and 2i + 1 rotate together) takes a
-// launch that holds both rows of a pair: the k-quants' fast matvec at two
-// rows a warp, or the raw-x form (m == 1), whose pairs trade their sums
-// between two warps of a CTA (n even). The generic matvec at m > 1 takes y
-// and v's cache rows only.
+// launch whose warps hold both rows of a pair: the k-quants' fast matvec at
+// two rows a warp. The raw-x form takes RowSink::kY only.
 struct MatvecTarget {
   const uint8_t* w;
   int64_t n;

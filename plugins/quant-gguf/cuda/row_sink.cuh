@@ -22,7 +22,15 @@ namespace aph::gguf::cuda {
 template <typename T>
 __device__ __forceinline__ void store_kv(const RopeKv& kv, uint8_t* cache, int64_t slot, int64_t row, float v,
                                          float scale) {
-  ::aph::attention::cuda::store_cache_elem_of<T>(kv.kv_dtype, cache, slot * kv.kv_width + row, v, scale);
+  namespace at = ::aph::attention::cuda;
+  const int64_t e = slot * kv.kv_width + row;
+  switch (kv.kv_dtype) {
+    case APH_DTYPE_F16: return at::store_cache_elem<T, __half>(v, cache + 2 * e, scale);
+    case APH_DTYPE_BF16: return at::store_cache_elem<T, __nv_bfloat16>(v, cache + 2 * e, scale);
+    case APH_DTYPE_F8_E4M3: return at::store_cache_elem<T, at::Fp8E4M3>(v, cache + e, scale);
+    case APH_DTYPE_F8_E5M2: return at::store_cache_elem<T, at::Fp8E5M2>(v, cache + e, scale);
+    default: return;  // the host checked the dtype
+  }
 }
 
 // What a sink reads of the step's inputs for token 0 of a row: its cache

@@ -6,8 +6,7 @@
 // untouched slots included) and residual_out must match bit for bit; a
 // padding token (slot -1) stores nothing. Groups the plugin cannot take (q
 // and k outside the k-quants' fast matvec, where a warp holds a RoPE pair's
-// rows, unless APH_GGUF_RAW_EPILOGUE=1 lets the batch-1 raw-x matvec pair
-// them across two warps) must be declined with nothing written.
+// rows) must be declined with nothing written.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -18,7 +17,6 @@
 #include <vector>
 
 #include "core/attention/paged_attention.hpp"
-#include "core/common/env_flag.hpp"
 #include "core/common/half.hpp"
 #include "core/common/tensor.hpp"
 #include "plugins/quant-gguf/container/ggml_types.hpp"
@@ -34,7 +32,7 @@ using aph::gguf::test_gpu::weight_info;
 
 namespace {
 
-constexpr uint32_t kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14;
+constexpr uint32_t kQ4_0 = 2, kQ4_1 = 3, kQ4_K = 12, kQ6_K = 14;
 constexpr int32_t kHeadDim = 64, kHeads = 4, kKvHeads = 2, kBlockSize = 16, kBlocks = 4;
 
 template <typename T>
@@ -63,9 +61,7 @@ struct Case {
   int64_t m;  // tokens
   int32_t rotary_dim;
   aph_dtype act, kv;
-  bool taken;       // whether the plugin takes the call
-  bool raw = false;  // ... or takes it with APH_GGUF_RAW_EPILOGUE=1 (batch 1, raw-x matvec)
-  bool expected_taken() const { return taken || (raw && aph::env_flag("APH_GGUF_RAW_EPILOGUE", false)); }
+  bool taken;  // whether the plugin takes the call
   std::string name() const {
     return std::string(type_traits(q_type)->name) + "/" + std::string(type_traits(k_type)->name) + "/" +
            std::string(type_traits(v_type)->name) + " k=" + std::to_string(k) + " m=" + std::to_string(m) + " rot=" + std::to_string(rotary_dim) +
@@ -182,7 +178,7 @@ TEST_P(QkvRopeKv, EqualsProjectionThenKvWrite) {
   kv.v_scale = v_scale;
   const bool taken = Linear::forward_qkv_rope_kv(group, in, qt, kv, stream_);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess) << what;
-  ASSERT_EQ(taken, c.expected_taken()) << what;
+  ASSERT_EQ(taken, c.taken) << what;
   if (!taken) {
     for (uint16_t v : q.host()) ASSERT_EQ(v, 0xFFFF) << what << ": a declined call wrote q";
     for (uint16_t v : out.host()) ASSERT_EQ(v, 0xFFFF) << what << ": a declined call wrote residual_out";
@@ -216,17 +212,10 @@ std::vector<Case> cases() {
       // q, k Q4_K and v Q4_0: v through the generic matvec (a row a warp).
       {kQ4_K, kQ4_K, kQ4_0, 512, 1, 64, B, APH_DTYPE_BF16, true},
       {kQ4_K, kQ4_K, kQ4_0, 512, 3, 64, H, APH_DTYPE_F8_E4M3, true},
-      // q and k in a type without the fast matvec (SmolLM2-135M's Q4_1):
-      // at batch 1 the raw-x matvec, which takes the call with
-      // APH_GGUF_RAW_EPILOGUE=1 (pairs across two warps of a CTA); beyond
-      // batch 1 the generic matvec, which never does.
-      {kQ4_1, kQ4_1, kQ4_1, 576, 1, 64, B, APH_DTYPE_BF16, false, true},
+      // Declined: q and k in a type without the fast matvec (SmolLM2-135M's
+      // Q4_1: the raw-x matvec at batch 1, the generic one beyond).
+      {kQ4_1, kQ4_1, kQ4_1, 576, 1, 64, B, APH_DTYPE_BF16, false},
       {kQ4_1, kQ4_1, kQ4_1, 576, 3, 64, B, APH_DTYPE_BF16, false},
-      {kQ4_0, kQ4_0, kQ4_0, 576, 1, 32, H, APH_DTYPE_F8_E4M3, false, true},  // partial rotary, fp8
-      {kQ4_1, kQ4_1, kQ8_0, 576, 1, 64, H, APH_DTYPE_F16, false, true},      // v in a launch of its own
-      {kQ8_0, kQ8_0, kQ8_0, 1536, 1, 64, B, APH_DTYPE_F8_E5M2, false, true},
-      // Rows over 2048 leave the raw-x form: declined with the knob too.
-      {kQ4_1, kQ4_1, kQ4_1, 2560, 1, 64, B, APH_DTYPE_BF16, false},
   };
 }
 
